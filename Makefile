@@ -1,0 +1,55 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both create .venv when missing,
+# install both products editable with their test extras, then run.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(CURDIR)/$(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+BUILD := $(CURDIR)/build
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: setup demo test test-native test-python test-wheel bench clean
+
+$(VENV)/bin/python:
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+# torch first and pinned: the CPU wheel of 2.13.0 is the one this machine serves; an unpinned
+# torch requirement elsewhere would otherwise pull a multi-GB CUDA build.
+setup: $(VENV)/bin/python
+	$(PIP) install -q "torch==2.13.0" scikit-build-core ninja cmake build setuptools wheel
+	$(PIP) install -q --no-build-isolation -e "kwker[test,bench]"
+	@if [ -f compileiq/pyproject.toml ]; then $(PIP) install -q --no-build-isolation -e "compileiq[test]"; fi
+
+demo: setup
+	$(PY) -m kwker doctor
+	$(PY) -m kwker bench --quick
+	@if [ -f compileiq/Makefile.demo ]; then $(MAKE) -f compileiq/Makefile.demo PY=$(PY); fi
+
+test: setup test-native test-python test-wheel
+
+test-native:
+	cmake -S kwker -B $(BUILD)/native -G Ninja -DKWKER_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD)/native
+	$(BUILD)/native/kwker_native_tests
+	$(BUILD)/native/kwker-doctor > /dev/null
+
+test-python:
+	cd kwker && $(PY) -m pytest tests/python
+	@if [ -d compileiq/tests ]; then cd compileiq && $(PY) -m pytest tests; fi
+
+# Build real wheels and install them non-editable in a fresh environment, so a file missing
+# from a wheel fails here rather than on a user's machine.
+test-wheel:
+	rm -rf $(BUILD)/dist $(BUILD)/smoke-venv
+	$(PY) -m build --wheel --no-isolation --outdir $(BUILD)/dist kwker >/dev/null
+	@if [ -f compileiq/pyproject.toml ]; then $(PY) -m build --wheel --no-isolation --outdir $(BUILD)/dist compileiq >/dev/null; fi
+	python3 -m venv $(BUILD)/smoke-venv
+	$(BUILD)/smoke-venv/bin/python -m pip install -q --disable-pip-version-check $(BUILD)/dist/*.whl
+	cd /tmp && $(BUILD)/smoke-venv/bin/python $(CURDIR)/kwker/tests/smoke.py
+	@if [ -f compileiq/tests/smoke.py ]; then cd /tmp && $(BUILD)/smoke-venv/bin/python $(CURDIR)/compileiq/tests/smoke.py; fi
+
+bench: setup
+	$(PY) -m kwker bench
+
+clean:
+	rm -rf $(BUILD) kwker/build

@@ -1,0 +1,290 @@
+// The extern "C" layer: argument checks with messages that name the fix, per-call context from
+// the runtime controls, dispatch to the selected engine, counters. No exception crosses it.
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "capi/errors.h"
+#include "core/engine.h"
+#include "dispatch/dispatch.h"
+#include "kwker/kwker.h"
+#include "runtime/counters.h"
+#include "runtime/scratch.h"
+#include "runtime/threads.h"
+
+namespace kwker {
+std::atomic<unsigned> g_algos{KWKER_ALGO_ALL};
+std::string &backend_name() {
+  static std::string *name = new std::string("c");
+  return *name;
+}
+}  // namespace kwker
+
+using namespace kwker;
+
+namespace {
+
+const char *const kDtypeNames[KWKER_DTYPE_COUNT] = {
+    "bool",   "int8",    "int16",   "int32",   "int64",    "uint8",   "uint16",
+    "uint32", "uint64",  "float16", "float32", "float64",  "bfloat16", "datetime64"};
+
+int check_common(const char *fn, int dtype, unsigned flags, int threads) {
+  if (dtype < 0 || dtype >= KWKER_DTYPE_COUNT)
+    return set_error(KWKER_E_DTYPE, "%s: unknown dtype code %d (valid codes are 0..%d, see kwker.h)",
+                     fn, dtype, KWKER_DTYPE_COUNT - 1);
+  if (flags & ~(KWKER_DESCENDING | KWKER_NANS_FIRST))
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: unknown flag bits 0x%x (use KWKER_DESCENDING | KWKER_NANS_FIRST)", fn,
+                     flags);
+  if (threads < 0)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: threads must be >= 1, or 0 for the process budget (got %d)", fn,
+                     threads);
+  return KWKER_OK;
+}
+
+int check_size(const char *fn, const char *what, int64_t n) {
+  if (n < 0)
+    return set_error(KWKER_E_INVALID_ARGUMENT, "%s: %s must be >= 0 (got %lld)", fn, what,
+                     (long long)n);
+  return KWKER_OK;
+}
+
+int check_ptr(const char *fn, const char *what, const void *p, int64_t n) {
+  if (n > 0 && !p)
+    return set_error(KWKER_E_INVALID_ARGUMENT, "%s: %s is NULL for %lld elements", fn, what,
+                     (long long)n);
+  return KWKER_OK;
+}
+
+CallCtx make_ctx(int threads, int64_t work) {
+  // Small calls never go parallel, so they skip the budget query (an affinity syscall).
+  if (work < kParallelMinElements) return CallCtx{1, g_algos.load(), 1};
+  int budget = rt::thread_budget();
+  int t = threads == 0 ? budget : (threads < budget ? threads : budget);
+  return CallCtx{t < 1 ? 1 : t, g_algos.load(), 1};
+}
+
+// Runs one engine call with the selected engine; converts any C++ failure into a status.
+template <class F> int run(const char *fn, int dtype, F &&f, int threads, int64_t work) {
+  try {
+    int eid = current_engine();
+    CallCtx ctx = make_ctx(threads, work);
+    int rc = f(engine_table(eid), ctx);
+    if (rc == KWKER_E_DTYPE)
+      return set_error(rc, "%s: dtype %s is not supported by this operation", fn,
+                       kDtypeNames[dtype]);
+    if (rc == KWKER_OK) rt::counters_record(eid, ctx.used_threads);
+    return rc;
+  } catch (const std::bad_alloc &) {
+    return set_error(KWKER_E_NO_MEMORY, "%s: out of memory", fn);
+  } catch (const std::exception &e) {
+    return set_error(KWKER_E_INTERNAL, "%s: internal error: %s (please report it)", fn, e.what());
+  }
+}
+
+int check_offsets(const char *fn, const int64_t *offsets, int64_t noffsets, int64_t n) {
+  if (noffsets < 0)
+    return set_error(KWKER_E_INVALID_ARGUMENT, "%s: noffsets must be >= 0 (got %lld)", fn,
+                     (long long)noffsets);
+  if (noffsets > 0 && !offsets)
+    return set_error(KWKER_E_INVALID_ARGUMENT, "%s: offsets is NULL", fn);
+  for (int64_t i = 0; i < noffsets; ++i) {
+    if (offsets[i] < 0 || offsets[i] > n)
+      return set_error(KWKER_E_INVALID_ARGUMENT,
+                       "%s: offsets[%lld] = %lld is outside [0, %lld] (the length of values)", fn,
+                       (long long)i, (long long)offsets[i], (long long)n);
+    if (i > 0 && offsets[i] < offsets[i - 1])
+      return set_error(KWKER_E_INVALID_ARGUMENT,
+                       "%s: offsets must be non-decreasing, but offsets[%lld] = %lld < "
+                       "offsets[%lld] = %lld",
+                       fn, (long long)i, (long long)offsets[i], (long long)(i - 1),
+                       (long long)offsets[i - 1]);
+  }
+  return KWKER_OK;
+}
+
+}  // namespace
+
+#define KWKER_CHECK(expr)          \
+  do {                             \
+    int rc_ = (expr);              \
+    if (rc_ != KWKER_OK) return rc_; \
+  } while (0)
+
+extern "C" {
+
+KWKER_API int kwker_abi_version(void) { return KWKER_ABI_VERSION; }
+KWKER_API const char *kwker_version(void) { return KWKER_VERSION_STRING; }
+KWKER_API const char *kwker_last_error(void) { return last_error(); }
+
+KWKER_API int kwker_sort_copy(int dtype, const void *src, void *dst, int64_t n, unsigned flags,
+                              int threads) {
+  const char *fn = "kwker_sort";
+  KWKER_CHECK(check_common(fn, dtype, flags, threads));
+  KWKER_CHECK(check_size(fn, "n", n));
+  KWKER_CHECK(check_ptr(fn, "src", src, n));
+  KWKER_CHECK(check_ptr(fn, "dst", dst, n));
+  return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
+    return e.sort_copy(ctx, dtype, src, dst, n, flags);
+  }, threads, n);
+}
+
+KWKER_API int kwker_sort(int dtype, void *data, int64_t n, unsigned flags, int threads) {
+  return kwker_sort_copy(dtype, data, data, n, flags, threads);
+}
+
+KWKER_API int kwker_argsort(int dtype, const void *data, int64_t n, int64_t *out, unsigned flags,
+                            int threads) {
+  const char *fn = "kwker_argsort";
+  KWKER_CHECK(check_common(fn, dtype, flags, threads));
+  KWKER_CHECK(check_size(fn, "n", n));
+  KWKER_CHECK(check_ptr(fn, "data", data, n));
+  KWKER_CHECK(check_ptr(fn, "out", out, n));
+  return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
+    return e.argsort(ctx, dtype, data, n, out, flags);
+  }, threads, n);
+}
+
+KWKER_API int kwker_sort_rows(int dtype, void *data, int64_t rows, int64_t cols, unsigned flags,
+                              int threads) {
+  const char *fn = "kwker_sort_rows";
+  KWKER_CHECK(check_common(fn, dtype, flags, threads));
+  KWKER_CHECK(check_size(fn, "rows", rows));
+  KWKER_CHECK(check_size(fn, "cols", cols));
+  KWKER_CHECK(check_ptr(fn, "data", data, rows * cols));
+  Segments segs{nullptr, cols == 0 ? 0 : rows, cols};
+  return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
+    return e.sort_segments(ctx, dtype, data, segs, flags);
+  }, threads, rows * cols);
+}
+
+KWKER_API int kwker_argsort_rows(int dtype, const void *data, int64_t rows, int64_t cols,
+                                 int64_t *out, unsigned flags, int threads) {
+  const char *fn = "kwker_argsort_rows";
+  KWKER_CHECK(check_common(fn, dtype, flags, threads));
+  KWKER_CHECK(check_size(fn, "rows", rows));
+  KWKER_CHECK(check_size(fn, "cols", cols));
+  KWKER_CHECK(check_ptr(fn, "data", data, rows * cols));
+  KWKER_CHECK(check_ptr(fn, "out", out, rows * cols));
+  Segments segs{nullptr, cols == 0 ? 0 : rows, cols};
+  return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
+    return e.argsort_segments(ctx, dtype, data, segs, out, flags, true);
+  }, threads, rows * cols);
+}
+
+KWKER_API int kwker_sort_segments(int dtype, void *data, int64_t n, const int64_t *offsets,
+                                  int64_t noffsets, unsigned flags, int threads) {
+  const char *fn = "kwker_sort_segments";
+  KWKER_CHECK(check_common(fn, dtype, flags, threads));
+  KWKER_CHECK(check_size(fn, "n", n));
+  KWKER_CHECK(check_ptr(fn, "data", data, n));
+  KWKER_CHECK(check_offsets(fn, offsets, noffsets, n));
+  Segments segs{offsets, noffsets > 0 ? noffsets - 1 : 0, 0};
+  return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
+    return e.sort_segments(ctx, dtype, data, segs, flags);
+  }, threads, n);
+}
+
+KWKER_API int kwker_argsort_segments(int dtype, const void *data, int64_t n,
+                                     const int64_t *offsets, int64_t noffsets, int64_t *out,
+                                     unsigned flags, int threads) {
+  const char *fn = "kwker_argsort_segments";
+  KWKER_CHECK(check_common(fn, dtype, flags, threads));
+  KWKER_CHECK(check_size(fn, "n", n));
+  KWKER_CHECK(check_ptr(fn, "data", data, n));
+  KWKER_CHECK(check_ptr(fn, "out", out, n));
+  KWKER_CHECK(check_offsets(fn, offsets, noffsets, n));
+  // Positions outside every segment keep their own index.
+  int64_t lo = noffsets > 0 ? offsets[0] : n, hi = noffsets > 0 ? offsets[noffsets - 1] : n;
+  for (int64_t j = 0; j < n; ++j)
+    if (j < lo || j >= hi) out[j] = j;
+  Segments segs{offsets, noffsets > 0 ? noffsets - 1 : 0, 0};
+  return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
+    return e.argsort_segments(ctx, dtype, data, segs, out, flags, false);
+  }, threads, n);
+}
+
+KWKER_API int kwker_topk_rows(int dtype, const void *data, int64_t rows, int64_t cols, int64_t k,
+                              unsigned flags, int sorted, void *out_values, int64_t *out_indices,
+                              int threads) {
+  const char *fn = "kwker_topk_rows";
+  KWKER_CHECK(check_common(fn, dtype, flags, threads));
+  KWKER_CHECK(check_size(fn, "rows", rows));
+  KWKER_CHECK(check_size(fn, "cols", cols));
+  KWKER_CHECK(check_size(fn, "k", k));
+  if (k > cols)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: k = %lld is larger than the axis length %lld; pass k <= %lld", fn,
+                     (long long)k, (long long)cols, (long long)cols);
+  KWKER_CHECK(check_ptr(fn, "data", data, rows * cols));
+  KWKER_CHECK(check_ptr(fn, "out_values", out_values, rows * k));
+  KWKER_CHECK(check_ptr(fn, "out_indices", out_indices, rows * k));
+  return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
+    return e.topk_rows(ctx, dtype, data, rows, cols, k, flags, sorted != 0, out_values,
+                       out_indices);
+  }, threads, rows * cols);
+}
+
+KWKER_API int kwker_set_isa(const char *name) { return select_engine(name); }
+KWKER_API const char *kwker_get_isa(void) { return engine_name(current_engine()); }
+KWKER_API int kwker_isa_supported(const char *name) {
+  int id = engine_id(name);
+  return id >= 0 && engine_supported(id) ? 1 : 0;
+}
+
+KWKER_API int kwker_set_max_threads(int n) {
+  if (n < 0)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "set_max_threads: n must be >= 1, or 0 to remove the cap (got %d); the "
+                     "CPU and container limits still apply",
+                     n);
+  rt::set_user_max_threads(n);
+  return KWKER_OK;
+}
+KWKER_API int kwker_get_max_threads(void) { return rt::thread_budget(); }
+
+KWKER_API int kwker_set_scratch_cache(int64_t cache_bytes) {
+  if (cache_bytes < 0)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "set_scratch_policy: cache_bytes must be >= 0 (got %lld)",
+                     (long long)cache_bytes);
+  rt::scratch_set_cache_limit(cache_bytes);
+  return KWKER_OK;
+}
+KWKER_API int kwker_release_scratch(void) {
+  rt::scratch_release_all();
+  return KWKER_OK;
+}
+KWKER_API int kwker_set_scratch_limit(int64_t nbytes) {
+  if (nbytes < -1)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "set_scratch_limit: nbytes must be >= 0, or -1 for no limit (got %lld)",
+                     (long long)nbytes);
+  rt::scratch_set_limit(nbytes);
+  return KWKER_OK;
+}
+KWKER_API int kwker_set_algorithms(unsigned mask) {
+  if (mask & ~KWKER_ALGO_ALL)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "set_algorithms: unknown algorithm bits 0x%x (known: radix=1, parallel=2, "
+                     "presorted=4)",
+                     mask);
+  g_algos.store(mask);
+  return KWKER_OK;
+}
+KWKER_API unsigned kwker_get_algorithms(void) { return g_algos.load(); }
+KWKER_API int kwker_reset_counters(void) {
+  rt::counters_reset();
+  return KWKER_OK;
+}
+KWKER_API int kwker_set_backend_name(const char *name) {
+  if (!name || !*name)
+    return set_error(KWKER_E_INVALID_ARGUMENT, "set_backend_name: name must be a non-empty string");
+  backend_name() = name;
+  return KWKER_OK;
+}
+
+}  // extern "C"

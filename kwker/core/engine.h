@@ -1,0 +1,51 @@
+// The table every engine fills in: the whole core compiled once per ISA. Engine-neutral
+// (no ISA flags, no engine namespace) so dispatch and capi can hold pointers to any engine.
+#ifndef KWKER_CORE_ENGINE_H_
+#define KWKER_CORE_ENGINE_H_
+#include <cstddef>
+#include <cstdint>
+
+namespace kwker {
+
+// Below this many elements a call runs on one thread: waking another costs more than it saves.
+// (Also lets the C API skip the thread-budget query for small calls.)
+constexpr int64_t kParallelMinElements = 100000;
+
+// Per-call context resolved by the C API from the runtime controls.
+struct CallCtx {
+  int threads;      // threads this call may use (>= 1), already clamped to the budget
+  unsigned algos;   // KWKER_ALGO_* bits that are on
+  int used_threads; // out: the most threads any stage of the call actually ran
+};
+
+// Segments: explicit offsets, or (offsets == nullptr) `count` rows of `row_len`.
+struct Segments {
+  const int64_t *offsets;
+  int64_t count;   // number of segments
+  int64_t row_len; // used when offsets == nullptr
+  int64_t begin(int64_t i) const { return offsets ? offsets[i] : i * row_len; }
+  int64_t end(int64_t i) const { return offsets ? offsets[i + 1] : (i + 1) * row_len; }
+};
+
+struct EngineTable {
+  const char *name;
+  // Each returns a kwker_status. data/dst are contiguous, native-endian.
+  int (*sort_copy)(CallCtx &, int dtype, const void *src, void *dst, int64_t n, unsigned flags);
+  int (*argsort)(CallCtx &, int dtype, const void *data, int64_t n, int64_t *out, unsigned flags);
+  // Sorts every segment in place; elements outside segments are untouched.
+  int (*sort_segments)(CallCtx &, int dtype, void *data, const Segments &segs, unsigned flags);
+  // relative: indices counted from each segment's start (rows) instead of absolute.
+  int (*argsort_segments)(CallCtx &, int dtype, const void *data, const Segments &segs,
+                          int64_t *out, unsigned flags, bool relative);
+  int (*topk_rows)(CallCtx &, int dtype, const void *data, int64_t rows, int64_t cols, int64_t k,
+                   unsigned flags, bool sorted, void *out_values, int64_t *out_indices);
+};
+
+// One accessor per engine, each defined in engines/<dir>/engine.cc.
+const EngineTable &engine_portable();
+const EngineTable &engine_sse42();
+const EngineTable &engine_avx2();
+const EngineTable &engine_avx512();
+
+}  // namespace kwker
+#endif

@@ -1,0 +1,123 @@
+// Key transforms: every dtype maps to a signed integer key whose natural order is the
+// documented sort order (direction and NaN placement included), so one integer sort serves
+// every dtype, engine and algorithm and results are bit-identical everywhere.
+// Compiled once per engine: everything lives in the engine namespace.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "core/engine_ns-inl.h"
+#include "kwker/kwker.h"
+
+namespace kwker {
+namespace KWKER_ENGINE_NS {
+
+template <class U> struct SignedOf;
+template <> struct SignedOf<uint8_t> { using type = int8_t; };
+template <> struct SignedOf<uint16_t> { using type = int16_t; };
+template <> struct SignedOf<uint32_t> { using type = int32_t; };
+template <> struct SignedOf<uint64_t> { using type = int64_t; };
+
+// IEEE binary floats (float16, bfloat16, float32, float64) seen as their bit patterns U.
+// for_sort: -0.0 orders before 0.0 (a total order, so output never depends on the
+// algorithm); for argsort -0.0 and 0.0 are the same key so ties stay in input order.
+template <class U> struct FloatCodec {
+  using T = U;
+  using K = typename SignedOf<U>::type;
+  static constexpr int kBits = 8 * sizeof(U);
+  static constexpr U kSign = U(U(1) << (kBits - 1));
+  bool identity() const { return false; }
+  static constexpr bool kNanPayload = true;  // NaN bit patterns differ: sort keeps them
+  bool is_nan(U b) const { return U(b & U(~kSign)) > inf_bits; }
+  bool nans_first() const { return nan_key == K(kSign); }
+  U inf_bits;  // +inf; any magnitude above it is NaN
+  U quiet_nan;
+  bool desc;
+  bool canon_zero;
+  K nan_key;
+
+  FloatCodec(U inf, U qnan, unsigned flags, bool for_sort)
+      : inf_bits(inf), quiet_nan(qnan), desc(flags & KWKER_DESCENDING),
+        canon_zero(!for_sort),
+        nan_key((flags & KWKER_NANS_FIRST) ? K(kSign) : K(U(kSign - 1))) {}
+
+  K enc(U b) const {
+    U mag = U(b & U(~kSign));
+    if (canon_zero && mag == 0) b = 0;
+    // Sign-magnitude to two's complement order: negative values get their magnitude flipped.
+    K k = K(U(b ^ (U(K(b) >> (kBits - 1)) & U(~kSign))));
+    k = desc ? K(~k) : k;
+    return mag > inf_bits ? nan_key : k;
+  }
+  U dec(K k) const {
+    if (k == nan_key) return quiet_nan;
+    K d = desc ? K(~k) : k;
+    return U(U(d) ^ (U(K(d) >> (kBits - 1)) & U(~kSign)));
+  }
+};
+
+// Integers. Unsigned types flip the sign bit; descending takes the bitwise complement, which
+// reverses the order of a signed integer exactly.
+template <class TT, bool kUnsigned> struct IntCodec {
+  using T = TT;
+  using U = typename std::make_unsigned<TT>::type;
+  using K = typename SignedOf<U>::type;
+  static constexpr U kSign = U(U(1) << (8 * sizeof(U) - 1));
+  bool desc;
+  bool identity() const { return !desc && !kUnsigned; }
+  static constexpr bool kNanPayload = false;
+  explicit IntCodec(unsigned flags) : desc(flags & KWKER_DESCENDING) {}
+  K enc(T x) const {
+    K k = kUnsigned ? K(U(U(x) ^ kSign)) : K(x);
+    return desc ? K(~k) : k;
+  }
+  T dec(K k) const {
+    K d = desc ? K(~k) : k;
+    return kUnsigned ? T(U(U(d) ^ kSign)) : T(d);
+  }
+};
+
+// bool: any nonzero byte is True.
+struct BoolCodec {
+  using T = uint8_t;
+  using K = int8_t;
+  bool desc;
+  explicit BoolCodec(unsigned flags) : desc(flags & KWKER_DESCENDING) {}
+  bool identity() const { return false; }
+  static constexpr bool kNanPayload = false;
+  K enc(uint8_t x) const { return K((x != 0) ^ desc); }
+  uint8_t dec(K k) const { return uint8_t(k ^ desc); }
+};
+
+// datetime64 / timedelta64: int64 where INT64_MIN (NaT) orders like NaN. Non-NaT values
+// span 2^64 - 1 keys, so the NaT key is made free by a shift of one where needed.
+struct DatetimeCodec {
+  using T = int64_t;
+  using K = int64_t;
+  bool desc, first;
+  K nat_key;
+  explicit DatetimeCodec(unsigned flags)
+      : desc(flags & KWKER_DESCENDING), first(flags & KWKER_NANS_FIRST),
+        nat_key(first ? INT64_MIN : INT64_MAX) {}
+  bool identity() const { return false; }
+  static constexpr bool kNanPayload = false;
+  K enc(int64_t x) const {
+    if (x == INT64_MIN) return nat_key;
+    // asc: x in [MIN+1, MAX]; desc: ~x in [MIN, MAX-1]. Shift away from the NaT key.
+    uint64_t k = desc ? uint64_t(~x) : uint64_t(x);
+    if (!desc && !first) k -= 1;
+    if (desc && first) k += 1;
+    return K(k);
+  }
+  int64_t dec(K k) const {
+    if (k == nat_key) return INT64_MIN;
+    uint64_t u = uint64_t(k);
+    if (!desc && !first) u += 1;
+    if (desc && first) u -= 1;
+    return desc ? ~int64_t(u) : int64_t(u);
+  }
+};
+
+}  // namespace KWKER_ENGINE_NS
+}  // namespace kwker

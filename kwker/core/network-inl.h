@@ -1,0 +1,120 @@
+// network-inl.h: bitonic sorting networks on registers, generic over the per-ISA
+// Ops<T> of simd-inl.h. Used for quicksort leaves (up to W * kMaxVecs keys) and for
+// sorting pivot samples.
+//
+// K vectors of W lanes hold N = K * W keys; key index i = vector * W + lane. The
+// network is the "flip" form of bitonic sort: for each block size k = 2, 4, ..., N,
+// first compare i with i ^ (k - 1), then i with i ^ j for j = k/4, ..., 1; the lower
+// index always takes the minimum. A compare-exchange on index mask M splits into
+//   M >= W, M % W == 0: whole vectors against whole vectors (min/max only);
+//   M <  W           : lanes inside each vector (permute, min/max, blend);
+//   M >= W, M % W == W - 1 (the flip of a block wider than a vector): vector v against
+//                      vector v ^ (M / W) with its lanes reversed.
+// In the last case the upper vector keeps the maxima in reversed lane order, which
+// saves the permute back: the rest of that stage applies only lane-wise steps to
+// it and then merges each vector on its own, and a lane-reversed bitonic sequence is
+// still bitonic, so the merge sorts it all the same.
+#ifndef KWKER_CORE_NETWORK_INL_H_
+#define KWKER_CORE_NETWORK_INL_H_
+
+#include "simd-inl.h"
+
+namespace kwker {
+namespace KWKER_ENGINE_NS {
+namespace vq {
+
+// One layer of compare-exchanges between index i and i ^ M.
+template <class S, size_t K, size_t M>
+KWKER_VQ_INLINE void cx_layer(typename S::V* v) {
+  using V = typename S::V;
+  constexpr size_t W = S::W;
+  constexpr size_t mv = M / W;  // vector part of the mask
+  constexpr size_t ml = M % W;  // lane part of the mask
+  if constexpr (mv == 0) {
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) v[i] = S::template cx_lanes<unsigned(ml)>(v[i]);
+  } else {
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) {
+      const size_t p = i ^ mv;
+      if (p > i) {
+        V b = v[p];
+        if constexpr (ml != 0) b = S::template perm_xor<unsigned(ml)>(b);
+        S::minmax(v[i], b, v[i], v[p]);
+      }
+    }
+  }
+}
+
+// Half-cleaner layers j = J, J/2, ..., 1.
+template <class S, size_t K, size_t J>
+KWKER_VQ_INLINE void cx_merge_layers(typename S::V* v) {
+  if constexpr (J >= 1) {
+    cx_layer<S, K, J>(v);
+    cx_merge_layers<S, K, J / 2>(v);
+  }
+}
+
+// Stages k, 2k, ..., N of the bitonic sort.
+template <class S, size_t K, size_t k>
+KWKER_VQ_INLINE void bitonic_stages(typename S::V* v) {
+  if constexpr (k <= K * S::W) {
+    cx_layer<S, K, k - 1>(v);
+    cx_merge_layers<S, K, k / 4>(v);
+    bitonic_stages<S, K, 2 * k>(v);
+  }
+}
+
+// Sorts the K * W keys held in v[0..K) (K a power of two).
+template <class S, size_t K>
+KWKER_VQ_INLINE void sort_vectors(typename S::V* v) {
+  bitonic_stages<S, K, 2>(v);
+}
+
+// Sorts a[0..n) with n <= K * W: loads whole vectors, the tail (if any) as a partial
+// vector padded with the maximum key, sorts, and stores back exactly n keys.
+template <class S, size_t K>
+inline void sort_block(typename S::Key* a, size_t n) {
+  using T = typename S::Key;
+  using V = typename S::V;
+  constexpr size_t W = S::W;
+  const size_t full = n / W, rem = n % W;
+  V v[K];
+  const V pad = S::set1(Limits<T>::kMax);
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K; ++i) {
+    if (i < full) v[i] = S::load(a + i * W);
+    else if (i == full && rem != 0) v[i] = S::load_partial(a + i * W, rem);
+    else v[i] = pad;
+  }
+  sort_vectors<S, K>(v);
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K; ++i) {
+    if (i < full) S::store(a + i * W, v[i]);
+    else if (i == full && rem != 0) S::store_partial(a + i * W, v[i], rem);
+  }
+}
+
+// Sorts a[0..n), n <= W * S::kMaxVecs, with the smallest network that fits.
+template <class S>
+inline void small_sort(typename S::Key* a, size_t n) {
+  constexpr size_t W = S::W;
+  static_assert(S::kMaxVecs == 8 || S::kMaxVecs == 16 || S::kMaxVecs == 32,
+                "kMaxVecs must be 8, 16 or 32");
+  if (n <= 1) return;
+  const size_t nv = (n + W - 1) / W;
+  if (nv <= 1) sort_block<S, 1>(a, n);
+  else if (nv <= 2) sort_block<S, 2>(a, n);
+  else if (nv <= 4) sort_block<S, 4>(a, n);
+  else if (S::kMaxVecs == 8 || nv <= 8) sort_block<S, 8>(a, n);
+  else if constexpr (S::kMaxVecs >= 16) {
+    if (S::kMaxVecs == 16 || nv <= 16) sort_block<S, 16>(a, n);
+    else if constexpr (S::kMaxVecs >= 32) sort_block<S, 32>(a, n);
+  }
+}
+
+}  // namespace vq
+}  // namespace KWKER_ENGINE_NS
+}  // namespace kwker
+
+#endif  // KWKER_CORE_NETWORK_INL_H_

@@ -1,0 +1,137 @@
+// Radix paths: counting sort / stable counting argsort for 8- and 16-bit keys, and a stable
+// LSD radix argsort over (64-bit key, 32-bit index) pairs that skips digits all keys share.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "core/engine_ns-inl.h"
+#include "core/parallel-inl.h"
+
+namespace kwker {
+namespace KWKER_ENGINE_NS {
+
+template <class K> inline size_t key_bucket(K k) {
+  using U = typename std::make_unsigned<K>::type;
+  return size_t(U(U(k) ^ U(U(1) << (8 * sizeof(K) - 1))));
+}
+
+// Counting sort of values; returns false (caller falls back) when scratch is refused.
+template <class Codec>
+bool counting_sort(const typename Codec::T *src, typename Codec::T *dst, size_t n,
+                   const Codec &c) {
+  using K = typename Codec::K;
+  constexpr size_t nb = size_t(1) << (8 * sizeof(K));
+  Scratch<size_t> cnt(nb);
+  if (!cnt) return false;
+  memset(cnt.ptr, 0, nb * sizeof(size_t));
+  for (size_t i = 0; i < n; ++i) ++cnt.ptr[key_bucket(c.enc(src[i]))];
+  size_t pos = 0;
+  for (size_t b = 0; b < nb; ++b) {
+    size_t m = cnt.ptr[b];
+    if (!m) continue;
+    auto v = c.dec(K(b ^ (nb >> 1)));
+    for (size_t j = 0; j < m; ++j) dst[pos + j] = v;
+    pos += m;
+  }
+  return true;
+}
+
+// Stable counting argsort: out[rank] = index.
+template <class Codec>
+bool counting_argsort(const typename Codec::T *src, size_t n, int64_t *out, int64_t base,
+                      const Codec &c) {
+  using K = typename Codec::K;
+  constexpr size_t nb = size_t(1) << (8 * sizeof(K));
+  Scratch<size_t> cnt(nb);
+  if (!cnt) return false;
+  memset(cnt.ptr, 0, nb * sizeof(size_t));
+  for (size_t i = 0; i < n; ++i) ++cnt.ptr[key_bucket(c.enc(src[i]))];
+  size_t pos = 0;
+  for (size_t b = 0; b < nb; ++b) {
+    size_t m = cnt.ptr[b];
+    cnt.ptr[b] = pos;
+    pos += m;
+  }
+  for (size_t i = 0; i < n; ++i) out[cnt.ptr[key_bucket(c.enc(src[i]))]++] = int64_t(i) + base;
+  return true;
+}
+
+// Stable LSD radix argsort for 64-bit keys (n < 2^32). 11-bit digits; digits on which every
+// key agrees are skipped, so small-range data costs few passes. Parallel per pass: each
+// thread counts and scatters its own chunk into disjoint output slots.
+// Returns false when scratch is refused.
+template <class Codec>
+bool radix_argsort64(CallCtx &ctx, const typename Codec::T *src, size_t n, int64_t *out,
+                     const Codec &c) {
+  constexpr int kDigitBits = 11, kDigits = 6;
+  constexpr size_t kNb = size_t(1) << kDigitBits;
+  Scratch<uint64_t> keys(2 * n);
+  Scratch<uint32_t> idx(2 * n);
+  Scratch<size_t> hist(kDigits * kNb);
+  if (!keys || !idx || !hist) return false;
+  uint64_t *k0 = keys.ptr, *k1 = keys.ptr + n;
+  uint32_t *i0 = idx.ptr, *i1 = idx.ptr + n;
+  size_t *h = hist.ptr;
+  memset(h, 0, kDigits * kNb * sizeof(size_t));
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t u = uint64_t(c.enc(src[i])) ^ (uint64_t(1) << 63);
+    k0[i] = u;
+    i0[i] = uint32_t(i);
+    for (int d = 0; d < kDigits; ++d) ++h[d * kNb + ((u >> (d * kDigitBits)) & (kNb - 1))];
+  }
+  int passes[kDigits];
+  int npasses = 0;
+  for (int d = 0; d < kDigits; ++d) {
+    bool trivial = false;
+    for (size_t b = 0; b < kNb; ++b)
+      if (h[d * kNb + b] == n) trivial = true;
+    if (!trivial) passes[npasses++] = d;
+  }
+  int T = ctx.threads;
+  if (T > kMaxBuckets) T = kMaxBuckets;
+  if (n < (size_t(1) << 16)) T = 1;
+  Scratch<size_t> local(size_t(T) * kNb);
+  if (!local) return false;
+  for (int p = 0; p < npasses; ++p) {
+    const int shift = passes[p] * kDigitBits;
+    const bool last = p + 1 == npasses;
+    auto count = [&](int t) {
+      size_t *lc = local.ptr + size_t(t) * kNb;
+      memset(lc, 0, kNb * sizeof(size_t));
+      size_t lo = chunk_begin(n, T, t), hi = chunk_begin(n, T, t + 1);
+      for (size_t i = lo; i < hi; ++i) ++lc[(k0[i] >> shift) & (kNb - 1)];
+    };
+    parallel_tasks(ctx, T, count);
+    size_t pos = 0;  // exclusive prefix over (bucket, thread)
+    for (size_t b = 0; b < kNb; ++b)
+      for (int t = 0; t < T; ++t) {
+        size_t m = local.ptr[size_t(t) * kNb + b];
+        local.ptr[size_t(t) * kNb + b] = pos;
+        pos += m;
+      }
+    auto scatter = [&](int t) {
+      size_t *lc = local.ptr + size_t(t) * kNb;
+      size_t lo = chunk_begin(n, T, t), hi = chunk_begin(n, T, t + 1);
+      if (last) {
+        for (size_t i = lo; i < hi; ++i) out[lc[(k0[i] >> shift) & (kNb - 1)]++] = i0[i];
+      } else {
+        for (size_t i = lo; i < hi; ++i) {
+          size_t d = lc[(k0[i] >> shift) & (kNb - 1)]++;
+          k1[d] = k0[i];
+          i1[d] = i0[i];
+        }
+      }
+    };
+    parallel_tasks(ctx, T, scatter);
+    uint64_t *tk = k0; k0 = k1; k1 = tk;
+    uint32_t *ti = i0; i0 = i1; i1 = ti;
+  }
+  if (npasses == 0)  // every key equal: input order is the stable order
+    for (size_t i = 0; i < n; ++i) out[i] = int64_t(i);
+  return true;
+}
+
+}  // namespace KWKER_ENGINE_NS
+}  // namespace kwker

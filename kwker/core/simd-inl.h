@@ -1,0 +1,466 @@
+// simd-inl.h: the small per-ISA "vector ops" layer under the vectorised quicksort
+// (vqsort-inl.h) and the sorting networks (network-inl.h).
+//
+// This header is compiled once per engine, each time with different -m flags and a
+// different KWKER_ENGINE_NS. Everything here therefore lives in
+// kwker::KWKER_ENGINE_NS::vq, so that no inline function or template instantiation
+// of one engine can be merged by the linker with another engine's (which could run
+// AVX-512 code on a CPU without it). No std templates are instantiated here.
+//
+// Each Ops<T> provides, for W = lanes per vector:
+//   V, W, kUnroll (vectors per partition step), kMaxVecs (vectors in the largest
+//   sorting network; the quicksort leaf size is W * kMaxVecs)
+//   load/store (unaligned), set1, load_partial/store_partial (first n < W lanes,
+//   unread lanes read as the type's maximum), minmax(a, b, mn, mx),
+//   perm_xor<M>(v): lane l receives lane l ^ M,
+//   cx_lanes<M>(v): compare-exchange lane l with lane l ^ M inside v; of each pair
+//     the higher lane takes the maximum,
+//   partition_store(v, pivot, wl, wr): writes the lanes <= pivot at wl (advancing it)
+//     and the lanes > pivot just below wr (moving it down). It may write garbage
+//     anywhere in [wl, wl + W) and [wr - W, wr); the caller guarantees that space
+//     is free, or that wr - wl == W exactly (both footprints then coincide and the
+//     result is still right).
+#ifndef KWKER_CORE_SIMD_INL_H_
+#define KWKER_CORE_SIMD_INL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__AVX512F__) || defined(__AVX2__) || defined(__SSE4_2__)
+// GCC 12 reports its own _mm512_undefined_epi32() as "used uninitialized" once the
+// AVX-512 intrinsics are inlined (GCC bug 105593, fixed in 13); silence only that.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
+#ifndef KWKER_ENGINE_NS
+#error "KWKER_ENGINE_NS must be defined (n_portable, n_sse42, n_avx2, n_avx512)"
+#endif
+
+#define KWKER_VQ_INLINE inline __attribute__((always_inline))
+
+namespace kwker {
+namespace KWKER_ENGINE_NS {
+namespace vq {
+
+template <class T> struct Limits;
+template <> struct Limits<int16_t> {
+  static constexpr int16_t kMin = INT16_MIN, kMax = INT16_MAX;
+};
+template <> struct Limits<int32_t> {
+  static constexpr int32_t kMin = INT32_MIN, kMax = INT32_MAX;
+};
+template <> struct Limits<int64_t> {
+  static constexpr int64_t kMin = INT64_MIN, kMax = INT64_MAX;
+};
+
+// Bit mask of the lanes l < lanes with (l & H) != 0: the "upper" lane of every pair
+// (l, l ^ M) when H is the highest set bit of M.
+constexpr uint32_t upper_lanes(unsigned lanes, unsigned H) {
+  uint32_t m = 0;
+  for (unsigned l = 0; l < lanes; ++l)
+    if (l & H) m |= 1u << l;
+  return m;
+}
+constexpr unsigned highest_bit(unsigned m) {
+  unsigned h = 1;
+  while (h * 2 <= m) h *= 2;
+  return h;
+}
+// upper_lanes for 64-bit lanes expressed as a 32-bit-lane mask (each lane doubled).
+constexpr uint32_t upper_lanes_x2(unsigned lanes, unsigned H) {
+  uint32_t m = 0;
+  for (unsigned l = 0; l < lanes; ++l)
+    if (l & H) m |= 3u << (2 * l);
+  return m;
+}
+
+// ---------------------------------------------------------------------------
+// Scalar "vectors" (W = 1). Used by the portable engine and for int16 everywhere.
+// With one lane, partition_store is the branchless "write to both ends" step.
+template <class T> struct ScalarOps {
+  using V = T;
+  using Key = T;
+  static constexpr size_t W = 1;
+  static constexpr size_t kUnroll = 6;
+  static constexpr size_t kMaxVecs = 16;
+
+  static KWKER_VQ_INLINE V load(const T* p) { return *p; }
+  static KWKER_VQ_INLINE void store(T* p, V v) { *p = v; }
+  static KWKER_VQ_INLINE V set1(T x) { return x; }
+  static KWKER_VQ_INLINE V load_partial(const T* p, size_t) { return *p; }
+  static KWKER_VQ_INLINE void store_partial(T* p, V v, size_t) { *p = v; }
+  static KWKER_VQ_INLINE void minmax(V a, V b, V& mn, V& mx) {
+    mn = b < a ? b : a;
+    mx = b < a ? a : b;
+  }
+  static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
+    const size_t gt = v > pivot;
+    *wl = v;
+    wr[-1] = v;
+    wl += 1 - gt;
+    wr -= gt;
+  }
+};
+
+// Compile-time table of "lanes <= pivot first, then lanes > pivot" permutations for
+// an 8-lane (AVX2 int32) or 4-lane (AVX2 int64, as pairs of 32-bit lanes) vector,
+// packed as eight 4-bit source indices per entry (nibble i = source of lane i).
+struct PackedPermTable {
+  uint32_t e[256];
+};
+constexpr PackedPermTable make_perm_table8(unsigned lanes, unsigned scale) {
+  PackedPermTable t{};
+  for (unsigned m = 0; m < (1u << lanes); ++m) {
+    unsigned out = 0;
+    uint32_t packed = 0;
+    for (int pass = 0; pass < 2; ++pass)
+      for (unsigned l = 0; l < lanes; ++l)
+        if (((m >> l) & 1u) == unsigned(pass))
+          for (unsigned s = 0; s < scale; ++s, ++out)
+            packed |= uint32_t(l * scale + s) << (4 * out);
+    t.e[m] = packed;
+  }
+  return t;
+}
+
+// Same idea for SSE: a pshufb control per mask, for 4 (int32) or 2 (int64) lanes.
+struct ByteShuffleTable {
+  uint8_t e[16][16];
+};
+constexpr ByteShuffleTable make_byte_shuffle_table(unsigned lanes, unsigned bytes) {
+  ByteShuffleTable t{};
+  for (unsigned m = 0; m < (1u << lanes); ++m) {
+    unsigned out = 0;
+    for (int pass = 0; pass < 2; ++pass)
+      for (unsigned l = 0; l < lanes; ++l)
+        if (((m >> l) & 1u) == unsigned(pass))
+          for (unsigned b = 0; b < bytes; ++b, ++out) t.e[m][out] = uint8_t(l * bytes + b);
+  }
+  return t;
+}
+
+#if defined(__AVX512F__)
+// ---------------------------------------------------------------------------
+// AVX-512: native min/max, compare into mask registers, compress into registers.
+// (Compress straight to memory is microcoded and slow on Zen 4, so the left side is a
+// full store of the compressed register and the right side a masked store.)
+
+template <class T> struct Ops;
+
+template <> struct Ops<int32_t> {
+  using T = int32_t;
+  using Key = T;
+  using V = __m512i;
+  static constexpr size_t W = 16;
+  static constexpr size_t kUnroll = 6;
+  static constexpr size_t kMaxVecs = 16;
+
+  static KWKER_VQ_INLINE V load(const T* p) { return _mm512_loadu_si512(p); }
+  static KWKER_VQ_INLINE void store(T* p, V v) { _mm512_storeu_si512(p, v); }
+  static KWKER_VQ_INLINE V set1(T x) { return _mm512_set1_epi32(x); }
+  static KWKER_VQ_INLINE V load_partial(const T* p, size_t n) {
+    return _mm512_mask_loadu_epi32(set1(Limits<T>::kMax), __mmask16((1u << n) - 1), p);
+  }
+  static KWKER_VQ_INLINE void store_partial(T* p, V v, size_t n) {
+    _mm512_mask_storeu_epi32(p, __mmask16((1u << n) - 1), v);
+  }
+  static KWKER_VQ_INLINE void minmax(V a, V b, V& mn, V& mx) {
+    mn = _mm512_min_epi32(a, b);
+    mx = _mm512_max_epi32(a, b);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V perm_xor(V v) {
+    if constexpr (M == 1) return _mm512_shuffle_epi32(v, _MM_PERM_ENUM(0xB1));
+    else if constexpr (M == 2) return _mm512_shuffle_epi32(v, _MM_PERM_ENUM(0x4E));
+    else if constexpr (M == 3) return _mm512_shuffle_epi32(v, _MM_PERM_ENUM(0x1B));
+    else if constexpr (M == 4) return _mm512_shuffle_i32x4(v, v, 0xB1);
+    else if constexpr (M == 8) return _mm512_shuffle_i32x4(v, v, 0x4E);
+    else
+      return _mm512_permutexvar_epi32(
+          _mm512_set_epi32(15 ^ M, 14 ^ M, 13 ^ M, 12 ^ M, 11 ^ M, 10 ^ M, 9 ^ M, 8 ^ M,
+                           7 ^ M, 6 ^ M, 5 ^ M, 4 ^ M, 3 ^ M, 2 ^ M, 1 ^ M, 0 ^ M),
+          v);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V cx_lanes(V v) {
+    const V w = perm_xor<M>(v);  // min everywhere, then max merged into upper lanes
+    return _mm512_mask_max_epi32(_mm512_min_epi32(v, w),
+                                 __mmask16(upper_lanes(16, highest_bit(M))), v, w);
+  }
+  static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
+    const __mmask16 gt = _mm512_cmpgt_epi32_mask(v, pivot);
+    const unsigned nr = unsigned(__builtin_popcount(unsigned(gt)));
+    _mm512_storeu_si512(wl, _mm512_maskz_compress_epi32(__mmask16(~gt), v));
+    wl += W - nr;
+    wr -= nr;
+    _mm512_mask_storeu_epi32(wr, __mmask16((1u << nr) - 1), _mm512_maskz_compress_epi32(gt, v));
+  }
+};
+
+template <> struct Ops<int64_t> {
+  using T = int64_t;
+  using Key = T;
+  using V = __m512i;
+  static constexpr size_t W = 8;
+  static constexpr size_t kUnroll = 6;
+  static constexpr size_t kMaxVecs = 16;
+
+  static KWKER_VQ_INLINE V load(const T* p) { return _mm512_loadu_si512(p); }
+  static KWKER_VQ_INLINE void store(T* p, V v) { _mm512_storeu_si512(p, v); }
+  static KWKER_VQ_INLINE V set1(T x) { return _mm512_set1_epi64(x); }
+  static KWKER_VQ_INLINE V load_partial(const T* p, size_t n) {
+    return _mm512_mask_loadu_epi64(set1(Limits<T>::kMax), __mmask8((1u << n) - 1), p);
+  }
+  static KWKER_VQ_INLINE void store_partial(T* p, V v, size_t n) {
+    _mm512_mask_storeu_epi64(p, __mmask8((1u << n) - 1), v);
+  }
+  static KWKER_VQ_INLINE void minmax(V a, V b, V& mn, V& mx) {
+    mn = _mm512_min_epi64(a, b);
+    mx = _mm512_max_epi64(a, b);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V perm_xor(V v) {
+    if constexpr (M == 1) return _mm512_shuffle_epi32(v, _MM_PERM_ENUM(0x4E));
+    else if constexpr (M == 2) return _mm512_permutex_epi64(v, 0x4E);
+    else if constexpr (M == 3) return _mm512_permutex_epi64(v, 0x1B);
+    else if constexpr (M == 4) return _mm512_shuffle_i64x2(v, v, 0x4E);
+    else
+      return _mm512_permutexvar_epi64(
+          _mm512_set_epi64(7 ^ M, 6 ^ M, 5 ^ M, 4 ^ M, 3 ^ M, 2 ^ M, 1 ^ M, 0 ^ M), v);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V cx_lanes(V v) {
+    const V w = perm_xor<M>(v);
+    return _mm512_mask_max_epi64(_mm512_min_epi64(v, w),
+                                 __mmask8(upper_lanes(8, highest_bit(M))), v, w);
+  }
+  static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
+    const __mmask8 gt = _mm512_cmpgt_epi64_mask(v, pivot);
+    const unsigned nr = unsigned(__builtin_popcount(unsigned(gt)));
+    _mm512_storeu_si512(wl, _mm512_maskz_compress_epi64(__mmask8(~gt), v));
+    wl += W - nr;
+    wr -= nr;
+    _mm512_mask_storeu_epi64(wr, __mmask8((1u << nr) - 1), _mm512_maskz_compress_epi64(gt, v));
+  }
+};
+
+#elif defined(__AVX2__)
+// ---------------------------------------------------------------------------
+// AVX2: the partition permutes each vector with vpermd so that lanes <= pivot come
+// first, then stores the whole vector at both ends (a 1 KiB table of packed indices;
+// vpermd only reads the low 3 bits of each index, so a variable shift unpacks it).
+
+constexpr PackedPermTable kPerm32x8 = make_perm_table8(8, 1);
+constexpr PackedPermTable kPerm64x4 = make_perm_table8(4, 2);
+alignas(64) constexpr int32_t kLaneMaskWindow[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                                     0,  0,  0,  0,  0,  0,  0,  0};
+
+KWKER_VQ_INLINE __m256i unpack_perm(uint32_t packed) {
+  return _mm256_srlv_epi32(_mm256_set1_epi32(int32_t(packed)),
+                           _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+}
+
+template <class T> struct Ops;
+
+template <> struct Ops<int32_t> {
+  using T = int32_t;
+  using Key = T;
+  using V = __m256i;
+  static constexpr size_t W = 8;
+  static constexpr size_t kUnroll = 6;
+  static constexpr size_t kMaxVecs = 16;
+
+  static KWKER_VQ_INLINE V load(const T* p) { return _mm256_loadu_si256((const __m256i*)p); }
+  static KWKER_VQ_INLINE void store(T* p, V v) { _mm256_storeu_si256((__m256i*)p, v); }
+  static KWKER_VQ_INLINE V set1(T x) { return _mm256_set1_epi32(x); }
+  static KWKER_VQ_INLINE V first_lanes(size_t n) {  // -1 in lanes < n (n < 8)
+    return _mm256_loadu_si256((const __m256i*)(kLaneMaskWindow + 8 - n));
+  }
+  static KWKER_VQ_INLINE V load_partial(const T* p, size_t n) {
+    const V m = first_lanes(n);
+    return _mm256_blendv_epi8(set1(Limits<T>::kMax), _mm256_maskload_epi32(p, m), m);
+  }
+  static KWKER_VQ_INLINE void store_partial(T* p, V v, size_t n) {
+    _mm256_maskstore_epi32(p, first_lanes(n), v);
+  }
+  static KWKER_VQ_INLINE void minmax(V a, V b, V& mn, V& mx) {
+    mn = _mm256_min_epi32(a, b);
+    mx = _mm256_max_epi32(a, b);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V perm_xor(V v) {
+    if constexpr (M == 1) return _mm256_shuffle_epi32(v, 0xB1);
+    else if constexpr (M == 2) return _mm256_shuffle_epi32(v, 0x4E);
+    else if constexpr (M == 3) return _mm256_shuffle_epi32(v, 0x1B);
+    else if constexpr (M == 4) return _mm256_permute4x64_epi64(v, 0x4E);
+    else
+      return _mm256_permutevar8x32_epi32(
+          v, _mm256_setr_epi32(0 ^ M, 1 ^ M, 2 ^ M, 3 ^ M, 4 ^ M, 5 ^ M, 6 ^ M, 7 ^ M));
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V cx_lanes(V v) {
+    const V w = perm_xor<M>(v);
+    return _mm256_blend_epi32(_mm256_min_epi32(v, w), _mm256_max_epi32(v, w),
+                              int(upper_lanes(8, highest_bit(M))));
+  }
+  static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
+    const unsigned m =
+        unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, pivot))));
+    const V p = _mm256_permutevar8x32_epi32(v, unpack_perm(kPerm32x8.e[m]));
+    const unsigned nr = unsigned(__builtin_popcount(m));
+    store(wl, p);
+    store(wr - W, p);
+    wl += W - nr;
+    wr -= nr;
+  }
+};
+
+template <> struct Ops<int64_t> {
+  using T = int64_t;
+  using Key = T;
+  using V = __m256i;
+  static constexpr size_t W = 4;
+  static constexpr size_t kUnroll = 6;
+  static constexpr size_t kMaxVecs = 16;
+
+  static KWKER_VQ_INLINE V load(const T* p) { return _mm256_loadu_si256((const __m256i*)p); }
+  static KWKER_VQ_INLINE void store(T* p, V v) { _mm256_storeu_si256((__m256i*)p, v); }
+  static KWKER_VQ_INLINE V set1(T x) { return _mm256_set1_epi64x(x); }
+  static KWKER_VQ_INLINE V first_lanes(size_t n) {  // -1 in 64-bit lanes < n (n < 4)
+    return _mm256_loadu_si256((const __m256i*)(kLaneMaskWindow + 8 - 2 * n));
+  }
+  static KWKER_VQ_INLINE V load_partial(const T* p, size_t n) {
+    const V m = first_lanes(n);
+    return _mm256_blendv_epi8(set1(Limits<T>::kMax),
+                              _mm256_maskload_epi64((const long long*)p, m), m);
+  }
+  static KWKER_VQ_INLINE void store_partial(T* p, V v, size_t n) {
+    _mm256_maskstore_epi64((long long*)p, first_lanes(n), v);
+  }
+  static KWKER_VQ_INLINE void minmax(V a, V b, V& mn, V& mx) {
+    const V gt = _mm256_cmpgt_epi64(a, b);
+    mn = _mm256_blendv_epi8(a, b, gt);
+    mx = _mm256_blendv_epi8(b, a, gt);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V perm_xor(V v) {
+    if constexpr (M == 1) return _mm256_shuffle_epi32(v, 0x4E);
+    else if constexpr (M == 2) return _mm256_permute4x64_epi64(v, 0x4E);
+    else return _mm256_permute4x64_epi64(v, 0x1B);  // M == 3
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V cx_lanes(V v) {
+    // No 64-bit min/max: a lower lane takes w where v > w, an upper lane where not.
+    constexpr unsigned H = highest_bit(M);
+    const V upper = _mm256_setr_epi64x((0 & H) ? -1 : 0, (1 & H) ? -1 : 0,
+                                       (2 & H) ? -1 : 0, (3 & H) ? -1 : 0);
+    const V w = perm_xor<M>(v);
+    return _mm256_blendv_epi8(v, w, _mm256_xor_si256(_mm256_cmpgt_epi64(v, w), upper));
+  }
+  static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
+    const unsigned m =
+        unsigned(_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(v, pivot))));
+    const V p = _mm256_permutevar8x32_epi32(v, unpack_perm(kPerm64x4.e[m]));
+    const unsigned nr = unsigned(__builtin_popcount(m));
+    store(wl, p);
+    store(wr - W, p);
+    wl += W - nr;
+    wr -= nr;
+  }
+};
+
+#elif defined(__SSE4_2__)
+// ---------------------------------------------------------------------------
+// SSE4.2: 128-bit vectors; pshufb with a 16-entry table for the partition; int64
+// min/max from pcmpgtq + pblendvb.
+
+alignas(16) constexpr ByteShuffleTable kShuf32x4 = make_byte_shuffle_table(4, 4);
+alignas(16) constexpr ByteShuffleTable kShuf64x2 = make_byte_shuffle_table(2, 8);
+
+template <class T> struct SseCommon {
+  using V = __m128i;
+  static constexpr size_t W = 16 / sizeof(T);
+  static KWKER_VQ_INLINE V load(const T* p) { return _mm_loadu_si128((const __m128i*)p); }
+  static KWKER_VQ_INLINE void store(T* p, V v) { _mm_storeu_si128((__m128i*)p, v); }
+  // No cheap masked integer load/store on SSE: go through a small buffer.
+  static KWKER_VQ_INLINE V load_partial(const T* p, size_t n) {
+    T buf[W];
+    for (size_t i = 0; i < W; ++i) buf[i] = Limits<T>::kMax;
+    memcpy(buf, p, n * sizeof(T));
+    return load(buf);
+  }
+  static KWKER_VQ_INLINE void store_partial(T* p, V v, size_t n) {
+    T buf[W];
+    store(buf, v);
+    memcpy(p, buf, n * sizeof(T));
+  }
+  static KWKER_VQ_INLINE void store_split(V p, unsigned nr, T*& wl, T*& wr) {
+    store(wl, p);
+    store(wr - W, p);
+    wl += W - nr;
+    wr -= nr;
+  }
+};
+
+template <class T> struct Ops;
+
+template <> struct Ops<int32_t> : SseCommon<int32_t> {
+  using T = int32_t;
+  using Key = T;
+  static constexpr size_t kUnroll = 6;
+  static constexpr size_t kMaxVecs = 16;
+  static KWKER_VQ_INLINE V set1(T x) { return _mm_set1_epi32(x); }
+  static KWKER_VQ_INLINE void minmax(V a, V b, V& mn, V& mx) {
+    mn = _mm_min_epi32(a, b);
+    mx = _mm_max_epi32(a, b);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V perm_xor(V v) {
+    if constexpr (M == 1) return _mm_shuffle_epi32(v, 0xB1);
+    else if constexpr (M == 2) return _mm_shuffle_epi32(v, 0x4E);
+    else return _mm_shuffle_epi32(v, 0x1B);  // M == 3
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V cx_lanes(V v) {
+    const V w = perm_xor<M>(v);
+    return _mm_blend_epi16(_mm_min_epi32(v, w), _mm_max_epi32(v, w),
+                           int(upper_lanes_x2(4, highest_bit(M))));
+  }
+  static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
+    const unsigned m = unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(v, pivot))));
+    const V p = _mm_shuffle_epi8(v, _mm_load_si128((const __m128i*)kShuf32x4.e[m]));
+    store_split(p, unsigned(__builtin_popcount(m)), wl, wr);
+  }
+};
+
+template <> struct Ops<int64_t> : SseCommon<int64_t> {
+  using T = int64_t;
+  using Key = T;
+  static constexpr size_t kUnroll = 6;
+  static constexpr size_t kMaxVecs = 16;
+  static KWKER_VQ_INLINE V set1(T x) { return _mm_set1_epi64x(x); }
+  static KWKER_VQ_INLINE void minmax(V a, V b, V& mn, V& mx) {
+    const V gt = _mm_cmpgt_epi64(a, b);
+    mn = _mm_blendv_epi8(a, b, gt);
+    mx = _mm_blendv_epi8(b, a, gt);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V perm_xor(V v) {
+    return _mm_shuffle_epi32(v, 0x4E);  // M == 1
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V cx_lanes(V v) {  // M == 1
+    const V w = perm_xor<M>(v);
+    return _mm_blendv_epi8(v, w, _mm_xor_si128(_mm_cmpgt_epi64(v, w), _mm_set_epi64x(-1, 0)));
+  }
+  static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
+    const unsigned m = unsigned(_mm_movemask_pd(_mm_castsi128_pd(_mm_cmpgt_epi64(v, pivot))));
+    const V p = _mm_shuffle_epi8(v, _mm_load_si128((const __m128i*)kShuf64x2.e[m]));
+    store_split(p, unsigned(__builtin_popcount(m)), wl, wr);
+  }
+};
+
+#else
+// ---------------------------------------------------------------------------
+// Portable (baseline x86-64 / any CPU): scalar lanes.
+template <class T> struct Ops : ScalarOps<T> {};
+#endif
+
+}  // namespace vq
+}  // namespace KWKER_ENGINE_NS
+}  // namespace kwker
+
+#endif  // KWKER_CORE_SIMD_INL_H_

@@ -1,0 +1,259 @@
+// vqsort-inl.h: in-place, unstable, ascending vectorised quicksort of signed integer
+// keys. One algorithm, compiled once per engine; the ISA-specific parts are the
+// Ops<T> layer (simd-inl.h) and the sorting networks built on it (network-inl.h).
+//
+//   kwker::KWKER_ENGINE_NS::sort_keys(int16_t*, size_t)
+//   kwker::KWKER_ENGINE_NS::sort_keys(int32_t*, size_t)
+//   kwker::KWKER_ENGINE_NS::sort_keys(int64_t*, size_t)
+//
+// Algorithm (introsort shape, no heap allocation, never touches memory outside a[0..n)):
+//   * n <= W * 16 keys: bitonic network on registers (network-inl.h).
+//   * otherwise pick a pivot (ninther of 9 evenly spaced keys for ranges < 8192, else
+//     the median of 64 evenly spaced keys sorted by the same networks) and partition
+//     with the vector partition below;
+//   * recurse on the smaller side, loop on the larger one;
+//   * heapsort a range once its depth budget (about 2 log2 n) is spent.
+// Duplicates: every range carries bounds lo <= a[i] <= hi learned from the pivots
+// above it. lo == hi means the range is constant and done. If the pivot equals hi,
+// the range is split into "< pivot" and "== pivot" instead (the latter is done), so
+// inputs with few distinct values cost a few passes per value, not a degenerate
+// recursion.
+//
+// This header is compiled with different -m flags into one shared library: every
+// definition stays inside kwker::KWKER_ENGINE_NS, and no std algorithm is
+// instantiated on primitive types (see simd-inl.h).
+#ifndef KWKER_CORE_VQSORT_INL_H_
+#define KWKER_CORE_VQSORT_INL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "network-inl.h"
+#include "simd-inl.h"
+
+namespace kwker {
+namespace KWKER_ENGINE_NS {
+namespace vq {
+
+// Ranges at least this long choose the pivot from a sorted 64-key sample.
+constexpr size_t kBigPivotThreshold = 8192;
+
+// ---------------------------------------------------------------------------
+// Heapsort: the O(n log n) guarantee once a range has used its depth budget.
+template <class T>
+inline void sift_down(T* a, size_t root, size_t n) {
+  const T x = a[root];
+  for (;;) {
+    size_t child = 2 * root + 1;
+    if (child >= n) break;
+    if (child + 1 < n && a[child] < a[child + 1]) ++child;
+    if (!(x < a[child])) break;
+    a[root] = a[child];
+    root = child;
+  }
+  a[root] = x;
+}
+
+template <class T>
+inline void heap_sort(T* a, size_t n) {
+  if (n < 2) return;
+  for (size_t i = n / 2; i-- > 0;) sift_down(a, i, n);
+  for (size_t end = n - 1; end > 0; --end) {
+    const T top = a[0];
+    a[0] = a[end];
+    a[end] = top;
+    sift_down(a, 0, end);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Partition a[0..n) so that a[0..m) <= pivot < a[m..n); returns m.
+//
+// Scheme: n % W leading keys are set aside (fixed up at the end with scalar swaps),
+// the rest is a whole number of vectors. U vectors from each end are loaded into
+// registers first, which opens a gap of U*W free slots at each end. Then vectors are
+// read from whichever end has the smaller gap and written back with partition_store
+// (lanes <= pivot at the left write pointer, lanes > pivot at the right one). Each
+// side's gap is then always >= W when a store happens, so the full-width stores never
+// clobber unread keys. Finally the saved vectors are written; for the very last one
+// the remaining space is exactly W and both store footprints coincide.
+template <class S>
+inline size_t partition(typename S::Key* a, size_t n, typename S::Key pivot) {
+  using T = typename S::Key;
+  using V = typename S::V;
+  constexpr size_t W = S::W;
+  constexpr size_t U = S::kUnroll;
+  const V vp = S::set1(pivot);
+
+  const size_t rem = n % W;
+  T* const base = a + rem;
+  const size_t len = n - rem;  // >= 2 * U * W, guaranteed by the leaf size
+
+  V saved_l[U], saved_r[U];
+#pragma GCC unroll 16
+  for (size_t u = 0; u < U; ++u) {
+    saved_l[u] = S::load(base + u * W);
+    saved_r[u] = S::load(base + len - (u + 1) * W);
+  }
+  T* read_l = base + U * W;
+  T* read_r = base + len - U * W;
+  T* wl = base;
+  T* wr = base + len;
+
+  // Main loop: U vectors per step from the end with the smaller gap.
+  while (size_t(read_r - read_l) >= U * W) {
+    V v[U];
+    const T* src;
+    if (read_l - wl <= wr - read_r) {
+      src = read_l;
+      read_l += U * W;
+    } else {
+      read_r -= U * W;
+      src = read_r;
+    }
+#pragma GCC unroll 16
+    for (size_t u = 0; u < U; ++u) v[u] = S::load(src + u * W);
+#pragma GCC unroll 16
+    for (size_t u = 0; u < U; ++u) S::partition_store(v[u], vp, wl, wr);
+  }
+  // Fewer than U unread vectors left: one at a time.
+  while (read_r != read_l) {
+    V v;
+    if (read_l - wl <= wr - read_r) {
+      v = S::load(read_l);
+      read_l += W;
+    } else {
+      read_r -= W;
+      v = S::load(read_r);
+    }
+    S::partition_store(v, vp, wl, wr);
+  }
+#pragma GCC unroll 16
+  for (size_t u = 0; u < U; ++u) {
+    S::partition_store(saved_l[u], vp, wl, wr);
+    S::partition_store(saved_r[u], vp, wl, wr);
+  }
+
+  // The rem keys set aside at the front: walk them from the back, swapping each key
+  // > pivot with the last key of the "<=" side (possibly itself).
+  size_t m = size_t(wl - a);
+  for (size_t i = rem; i-- > 0;) {
+    if (a[i] > pivot) {
+      --m;
+      const T t = a[i];
+      a[i] = a[m];
+      a[m] = t;
+    }
+  }
+  return m;
+}
+
+// ---------------------------------------------------------------------------
+// Pivot. Small ranges are partitioned often, so their pivot must be cheap: the
+// "ninther" (median of three medians of three, from 9 evenly spaced keys) is a few
+// scalar min/max. Big ranges take the median of 64 evenly spaced keys sorted by a
+// network: a better split is worth the ~100 extra cycles there.
+template <class T>
+KWKER_VQ_INLINE T median3(T a, T b, T c) {
+  const T lo = a < b ? a : b;
+  const T hi = a < b ? b : a;
+  const T m = hi < c ? hi : c;
+  return lo < m ? m : lo;
+}
+
+template <class T>
+KWKER_VQ_INLINE T ninther(const T* a, size_t n) {
+  const size_t s = n / 9;
+  const T* p = a + s / 2;
+  return median3(median3(p[0], p[s], p[2 * s]), median3(p[3 * s], p[4 * s], p[5 * s]),
+                 median3(p[6 * s], p[7 * s], p[8 * s]));
+}
+
+template <class S>
+inline typename S::Key choose_pivot(const typename S::Key* a, size_t n) {
+  using T = typename S::Key;
+  constexpr size_t kSample = 64;
+  if constexpr (S::W * S::kMaxVecs < kSample) {
+    return ninther(a, n);
+  } else {
+    if (n < kBigPivotThreshold) return ninther(a, n);
+    T sample[kSample];
+    const size_t step = n / kSample;
+    const T* p = a + step / 2;
+    for (size_t i = 0; i < kSample; ++i) sample[i] = p[i * step];
+    small_sort<S>(sample, kSample);
+    return sample[kSample / 2];
+  }
+}
+
+inline int floor_log2(size_t n) {
+  int r = 0;
+  while (n > 1) {
+    n >>= 1;
+    ++r;
+  }
+  return r;
+}
+
+template <class S>
+inline void quicksort(typename S::Key* a, size_t n, typename S::Key lo, typename S::Key hi,
+                      int depth) {
+  using T = typename S::Key;
+  constexpr size_t kLeaf = S::W * S::kMaxVecs;
+  static_assert(kLeaf >= 2 * S::kUnroll * S::W + S::W, "partition needs 2U+1 vectors");
+  for (;;) {
+    if (n <= kLeaf) {
+      small_sort<S>(a, n);
+      return;
+    }
+    if (lo == hi) return;  // every key equals lo
+    if (depth-- <= 0) {
+      heap_sort(a, n);
+      return;
+    }
+    const T p = choose_pivot<S>(a, n);
+    if (p == hi) {
+      // The pivot is the largest possible key (lo < hi, so p - 1 cannot overflow):
+      // split off the keys equal to it, which are then done.
+      n = partition<S>(a, n, T(p - 1));
+      hi = T(p - 1);
+      continue;
+    }
+    const size_t m = partition<S>(a, n, p);
+    if (m == n) {  // nothing above the pivot: it is the maximum; next round splits it off
+      hi = p;
+      continue;
+    }
+    // m >= 1 because the pivot itself is <= pivot. Recurse on the smaller side.
+    if (m < n - m) {
+      quicksort<S>(a, m, lo, p, depth);
+      a += m;
+      n -= m;
+      lo = T(p + 1);
+    } else {
+      quicksort<S>(a + m, n - m, T(p + 1), hi, depth);
+      n = m;
+      hi = p;
+    }
+  }
+}
+
+template <class S>
+inline void sort(typename S::Key* a, size_t n) {
+  using T = typename S::Key;
+  if (n < 2) return;
+  quicksort<S>(a, n, Limits<T>::kMin, Limits<T>::kMax, 2 * floor_log2(n) + 4);
+}
+
+}  // namespace vq
+
+inline void sort_keys(int32_t* a, size_t n) { vq::sort<vq::Ops<int32_t>>(a, n); }
+inline void sort_keys(int64_t* a, size_t n) { vq::sort<vq::Ops<int64_t>>(a, n); }
+// int16 keys use the scalar lanes in every engine (no compress for 16-bit lanes below
+// AVX512-VBMI2); still the same branchless partition and networks.
+inline void sort_keys(int16_t* a, size_t n) { vq::sort<vq::ScalarOps<int16_t>>(a, n); }
+
+}  // namespace KWKER_ENGINE_NS
+}  // namespace kwker
+
+#endif  // KWKER_CORE_VQSORT_INL_H_

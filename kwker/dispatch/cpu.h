@@ -1,0 +1,20 @@
+// CPU feature detection (cpuid + xgetbv: a feature counts only when the OS also saves its
+// register state, which is what hides AVX-512 on some VMs).
+#ifndef KWKER_DISPATCH_CPU_H_
+#define KWKER_DISPATCH_CPU_H_
+#include <string>
+
+namespace kwker {
+
+struct CpuInfo {
+  std::string vendor, brand;
+  bool sse42 = false, popcnt = false, avx = false, avx2 = false, bmi1 = false, bmi2 = false,
+       fma = false, lzcnt = false;
+  bool avx512f = false, avx512bw = false, avx512dq = false, avx512vl = false;
+  bool amx = false;
+};
+
+const CpuInfo &cpu_info();
+
+}  // namespace kwker
+#endif

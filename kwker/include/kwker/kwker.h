@@ -1,0 +1,141 @@
+/* kwker.h: the stable C ABI of libkwker.
+ *
+ * Every symbol is prefixed kwker_. Arrays are C-contiguous and native-endian;
+ * callers (the Python layer, the C++ sugar in kwker.hpp) normalise layout first.
+ * Every call returns a kwker_status; on failure kwker_last_error() returns a
+ * thread-local message that names what was wrong and how to fix it.
+ *
+ * ABI rule: KWKER_ABI_VERSION changes whenever a signature, an enum value or a
+ * struct layout changes. Callers compare kwker_abi_version() with the value they
+ * were compiled against before calling anything else.
+ */
+#ifndef KWKER_H_
+#define KWKER_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define KWKER_API __declspec(dllexport)
+#else
+#define KWKER_API __attribute__((visibility("default")))
+#endif
+
+#define KWKER_ABI_VERSION 1
+#define KWKER_INFO_SCHEMA_VERSION 1
+#define KWKER_SELF_CHECK_SCHEMA_VERSION 1
+
+typedef enum kwker_status {
+  KWKER_OK = 0,
+  KWKER_E_INVALID_ARGUMENT = 1, /* a size, axis, offset or option is out of range */
+  KWKER_E_DTYPE = 2,            /* dtype code unknown to this build */
+  KWKER_E_NO_MEMORY = 3,        /* scratch allocation failed or exceeds the scratch limit */
+  KWKER_E_UNSUPPORTED_ISA = 4,  /* engine unknown, not compiled, or not run by this CPU */
+  KWKER_E_BUFFER_TOO_SMALL = 5, /* an output text buffer is too small; *needed says how big */
+  KWKER_E_SELF_CHECK_FAILED = 6,/* an engine gave a result different from the scalar reference */
+  KWKER_E_INTERNAL = 7
+} kwker_status;
+
+/* Element types. DATETIME is int64 where INT64_MIN (NaT) orders like NaN. */
+typedef enum kwker_dtype {
+  KWKER_BOOL = 0,
+  KWKER_INT8 = 1,
+  KWKER_INT16 = 2,
+  KWKER_INT32 = 3,
+  KWKER_INT64 = 4,
+  KWKER_UINT8 = 5,
+  KWKER_UINT16 = 6,
+  KWKER_UINT32 = 7,
+  KWKER_UINT64 = 8,
+  KWKER_FLOAT16 = 9,
+  KWKER_FLOAT32 = 10,
+  KWKER_FLOAT64 = 11,
+  KWKER_BFLOAT16 = 12,
+  KWKER_DATETIME = 13,
+  KWKER_DTYPE_COUNT = 14
+} kwker_dtype;
+
+/* Order flags (bitwise or). */
+#define KWKER_DESCENDING 1u
+#define KWKER_NANS_FIRST 2u
+
+/* Optional algorithm paths for kwker_set_algorithms (the adaptive quicksort is always on). */
+#define KWKER_ALGO_RADIX 1u     /* counting / LSD radix where it wins */
+#define KWKER_ALGO_PARALLEL 2u  /* multithreaded paths for large inputs */
+#define KWKER_ALGO_PRESORTED 4u /* O(n) detection of sorted and reverse-sorted input */
+#define KWKER_ALGO_ALL 7u
+
+/* threads argument of every sort call: 0 means "the process budget". */
+
+/* ---- version ---- */
+KWKER_API int kwker_abi_version(void);
+KWKER_API const char *kwker_version(void);
+KWKER_API const char *kwker_last_error(void);
+
+/* ---- sorting ---- */
+/* Sort data[0..n) in place by the documented total order. */
+KWKER_API int kwker_sort(int dtype, void *data, int64_t n, unsigned flags, int threads);
+/* Sorted copy: dst[0..n) = sorted src[0..n). Saves the caller's copy pass; dst may equal src.
+ * src and dst must not otherwise overlap. */
+KWKER_API int kwker_sort_copy(int dtype, const void *src, void *dst, int64_t n, unsigned flags,
+                              int threads);
+/* Stable argsort of data[0..n) into out[0..n). data is not modified. */
+KWKER_API int kwker_argsort(int dtype, const void *data, int64_t n, int64_t *out,
+                            unsigned flags, int threads);
+/* Sort each of rows rows of length cols (row-major, contiguous) in place. */
+KWKER_API int kwker_sort_rows(int dtype, void *data, int64_t rows, int64_t cols,
+                              unsigned flags, int threads);
+/* Per-row stable argsort; out holds rows*cols column indices. */
+KWKER_API int kwker_argsort_rows(int dtype, const void *data, int64_t rows, int64_t cols,
+                                 int64_t *out, unsigned flags, int threads);
+/* Sort data[offsets[i]:offsets[i+1]] in place for i < noffsets-1. Offsets must be
+ * non-decreasing and within [0, n]; elements outside [offsets[0], offsets[-1]) are untouched. */
+KWKER_API int kwker_sort_segments(int dtype, void *data, int64_t n, const int64_t *offsets,
+                                  int64_t noffsets, unsigned flags, int threads);
+/* Stable argsort inside each segment; out[j] for j outside every segment is j. Indices are
+ * positions in data (not offsets within the segment). */
+KWKER_API int kwker_argsort_segments(int dtype, const void *data, int64_t n,
+                                     const int64_t *offsets, int64_t noffsets, int64_t *out,
+                                     unsigned flags, int threads);
+/* Per-row top-k: the first k entries of the stable argsort of each row (KWKER_DESCENDING
+ * for the largest). sorted == 0 returns the same set in index order. out_values is
+ * rows*k elements of dtype; out_indices rows*k column indices. */
+KWKER_API int kwker_topk_rows(int dtype, const void *data, int64_t rows, int64_t cols,
+                              int64_t k, unsigned flags, int sorted, void *out_values,
+                              int64_t *out_indices, int threads);
+
+/* ---- runtime controls ---- */
+/* Select an engine by name ("portable", "sse4.2", "avx2", "avx512"); NULL restores the best
+ * engine this CPU supports and ignores KWKER_ISA from then on. */
+KWKER_API int kwker_set_isa(const char *name);
+KWKER_API const char *kwker_get_isa(void);
+/* 1 when the engine is compiled in and this CPU runs it, else 0. */
+KWKER_API int kwker_isa_supported(const char *name);
+KWKER_API int kwker_set_max_threads(int n);  /* n >= 1; 0 removes the cap */
+KWKER_API int kwker_get_max_threads(void);    /* the effective budget */
+KWKER_API int kwker_set_scratch_cache(int64_t cache_bytes);
+KWKER_API int kwker_release_scratch(void);
+KWKER_API int kwker_set_scratch_limit(int64_t nbytes); /* -1 unlimited, 0 in-place only */
+KWKER_API int kwker_set_algorithms(unsigned mask);
+KWKER_API unsigned kwker_get_algorithms(void);
+KWKER_API int kwker_reset_counters(void);
+/* Names the backend the caller uses ("fast", "ctypes", "c"), reported by runtime info. */
+KWKER_API int kwker_set_backend_name(const char *name);
+
+/* ---- diagnostics (schemas in docs/runtime-info.md) ---- */
+/* Writes the runtime-info JSON (NUL-terminated) to buf. If cap is too small returns
+ * KWKER_E_BUFFER_TOO_SMALL and sets *needed (bytes including the NUL). */
+KWKER_API int kwker_runtime_info(char *buf, size_t cap, size_t *needed);
+/* Runs engine `name` on a fixed battery against the scalar reference, without changing the
+ * process-wide engine, and writes a JSON report. Returns KWKER_OK when every case matched,
+ * KWKER_E_SELF_CHECK_FAILED when one did not, KWKER_E_UNSUPPORTED_ISA when it cannot run. */
+KWKER_API int kwker_self_check(const char *name, char *buf, size_t cap, size_t *needed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KWKER_H_ */

@@ -1,0 +1,442 @@
+/* kwker._fast: the CPython fast path into libkwker.
+ *
+ * Argument unpacking only: every function takes buffer-protocol objects (NumPy arrays that
+ * kwker/_api.py already made C-contiguous and native-endian) plus ints, calls one C API
+ * function, and maps a failing status to the exception kwker/_errors.py documents. No NumPy
+ * C API: results are created by the Python layer, or by calling a.copy() in sort1d.
+ * The GIL is released around calls on GIL_RELEASE_MIN elements or more.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string.h>
+
+#include "kwker/kwker.h"
+
+#define GIL_RELEASE_MIN 10000
+
+static PyObject *str_copy; /* interned "copy" */
+
+static const Py_ssize_t ITEMSIZE[KWKER_DTYPE_COUNT] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2, 8};
+
+/* Same table as kwker/_errors.py. */
+static PyObject *raise_status(int st) {
+  const char *msg = kwker_last_error();
+  PyObject *exc;
+  switch (st) {
+    case KWKER_E_INVALID_ARGUMENT:
+    case KWKER_E_UNSUPPORTED_ISA: exc = PyExc_ValueError; break;
+    case KWKER_E_DTYPE: exc = PyExc_TypeError; break;
+    case KWKER_E_NO_MEMORY: exc = PyExc_MemoryError; break;
+    default: exc = PyExc_RuntimeError; break;
+  }
+  if (msg == NULL || msg[0] == '\0')
+    PyErr_Format(exc, "libkwker call failed with status %d and no message", st);
+  else
+    PyErr_SetString(exc, msg);
+  return NULL;
+}
+
+static PyObject *status_result(int st) {
+  if (st != KWKER_OK) return raise_status(st);
+  Py_RETURN_NONE;
+}
+
+/* Element count of a C-contiguous buffer of dtype `code`; -1 with an exception on mismatch. */
+static Py_ssize_t count(int code, Py_buffer *v, const char *what) {
+  if (code < 0 || code >= KWKER_DTYPE_COUNT) {
+    PyErr_Format(PyExc_ValueError, "kwker._fast: unknown dtype code %d", code);
+    return -1;
+  }
+  if (v->len % ITEMSIZE[code] != 0) {
+    PyErr_Format(PyExc_ValueError, "kwker._fast: %s holds %zd bytes, not a whole number of "
+                 "%zd-byte elements", what, v->len, ITEMSIZE[code]);
+    return -1;
+  }
+  return v->len / ITEMSIZE[code];
+}
+
+static int need(Py_ssize_t have, long long want, const char *what) {
+  if ((long long)have != want) {
+    PyErr_Format(PyExc_ValueError, "kwker._fast: %s has %zd elements, expected %lld", what,
+                 have, want);
+    return -1;
+  }
+  return 0;
+}
+
+#define IN_FLAGS PyBUF_C_CONTIGUOUS
+#define OUT_FLAGS (PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE)
+
+/* ---- the hot path: sorted copy of a 1-D contiguous native array ---- */
+
+/* dtype code of a struct-module format with itemsize, or -1 when kwker does not take it. */
+static int format_code(const char *fmt, Py_ssize_t itemsize) {
+  if (fmt == NULL) return KWKER_UINT8;
+  if (fmt[0] == '@' || fmt[0] == '=') fmt++;
+#if PY_LITTLE_ENDIAN
+  else if (fmt[0] == '<') fmt++;
+#else
+  else if (fmt[0] == '>' || fmt[0] == '!') fmt++;
+#endif
+  if (fmt[0] == '\0' || fmt[1] != '\0') return -1;
+  switch (fmt[0]) {
+    case '?': return itemsize == 1 ? KWKER_BOOL : -1;
+    case 'b': case 'h': case 'i': case 'l': case 'q':
+      switch (itemsize) {
+        case 1: return KWKER_INT8;
+        case 2: return KWKER_INT16;
+        case 4: return KWKER_INT32;
+        case 8: return KWKER_INT64;
+      }
+      return -1;
+    case 'B': case 'H': case 'I': case 'L': case 'Q':
+      switch (itemsize) {
+        case 1: return KWKER_UINT8;
+        case 2: return KWKER_UINT16;
+        case 4: return KWKER_UINT32;
+        case 8: return KWKER_UINT64;
+      }
+      return -1;
+    case 'e': return itemsize == 2 ? KWKER_FLOAT16 : -1;
+    case 'f': return itemsize == 4 ? KWKER_FLOAT32 : -1;
+    case 'd': return itemsize == 8 ? KWKER_FLOAT64 : -1;
+  }
+  return -1;
+}
+
+/* sort1d(a) -> sorted copy, or None when `a` is not a 1-D C-contiguous array of a native
+ * kwker dtype (the Python layer then takes its general path). */
+static PyObject *fast_sort1d(PyObject *self, PyObject *a) {
+  Py_buffer v;
+  if (PyObject_GetBuffer(a, &v, PyBUF_FORMAT | PyBUF_ND) < 0) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  int code = v.ndim == 1 ? format_code(v.format, v.itemsize) : -1;
+  Py_ssize_t n = v.ndim == 1 ? v.shape[0] : 0;
+  PyBuffer_Release(&v);
+  if (code < 0) Py_RETURN_NONE;
+  PyObject *out = PyObject_CallMethodNoArgs(a, str_copy);
+  if (out == NULL) return NULL;
+  if (n < 2) return out;
+  if (PyObject_GetBuffer(out, &v, OUT_FLAGS) < 0) {
+    Py_DECREF(out);
+    return NULL;
+  }
+  int st;
+  if (n >= GIL_RELEASE_MIN) {
+    Py_BEGIN_ALLOW_THREADS
+    st = kwker_sort(code, v.buf, (int64_t)n, 0u, 0);
+    Py_END_ALLOW_THREADS
+  } else {
+    st = kwker_sort(code, v.buf, (int64_t)n, 0u, 0);
+  }
+  PyBuffer_Release(&v);
+  if (st != KWKER_OK) {
+    Py_DECREF(out);
+    return raise_status(st);
+  }
+  return out;
+}
+
+/* ---- general calls (arrays prepared by _api.py) ---- */
+
+#define CALL(big, expr)            \
+  do {                             \
+    if (big) {                     \
+      Py_BEGIN_ALLOW_THREADS       \
+      st = (expr);                 \
+      Py_END_ALLOW_THREADS         \
+    } else {                       \
+      st = (expr);                 \
+    }                              \
+  } while (0)
+
+static PyObject *fast_sort(PyObject *self, PyObject *args) {
+  int code, threads, st;
+  unsigned flags;
+  Py_buffer d;
+  if (!PyArg_ParseTuple(args, "iw*Ii", &code, &d, &flags, &threads)) return NULL;
+  Py_ssize_t n = count(code, &d, "data");
+  if (n < 0) goto fail;
+  CALL(n >= GIL_RELEASE_MIN, kwker_sort(code, d.buf, n, flags, threads));
+  PyBuffer_Release(&d);
+  return status_result(st);
+fail:
+  PyBuffer_Release(&d);
+  return NULL;
+}
+
+static PyObject *fast_argsort(PyObject *self, PyObject *args) {
+  int code, threads, st;
+  unsigned flags;
+  Py_buffer d, o;
+  if (!PyArg_ParseTuple(args, "iy*w*Ii", &code, &d, &o, &flags, &threads)) return NULL;
+  Py_ssize_t n = count(code, &d, "data");
+  if (n < 0 || need(count(KWKER_INT64, &o, "out"), n, "out") < 0) goto fail;
+  CALL(n >= GIL_RELEASE_MIN, kwker_argsort(code, d.buf, n, (int64_t *)o.buf, flags, threads));
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&o);
+  return status_result(st);
+fail:
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&o);
+  return NULL;
+}
+
+static PyObject *fast_sort_rows(PyObject *self, PyObject *args) {
+  int code, threads, st;
+  long long rows, cols;
+  unsigned flags;
+  Py_buffer d;
+  if (!PyArg_ParseTuple(args, "iw*LLIi", &code, &d, &rows, &cols, &flags, &threads))
+    return NULL;
+  Py_ssize_t n = count(code, &d, "data");
+  if (n < 0 || need(n, rows * cols, "data") < 0) goto fail;
+  CALL(n >= GIL_RELEASE_MIN, kwker_sort_rows(code, d.buf, rows, cols, flags, threads));
+  PyBuffer_Release(&d);
+  return status_result(st);
+fail:
+  PyBuffer_Release(&d);
+  return NULL;
+}
+
+static PyObject *fast_argsort_rows(PyObject *self, PyObject *args) {
+  int code, threads, st;
+  long long rows, cols;
+  unsigned flags;
+  Py_buffer d, o;
+  if (!PyArg_ParseTuple(args, "iy*LLw*Ii", &code, &d, &rows, &cols, &o, &flags, &threads))
+    return NULL;
+  Py_ssize_t n = count(code, &d, "data");
+  if (n < 0 || need(n, rows * cols, "data") < 0 ||
+      need(count(KWKER_INT64, &o, "out"), n, "out") < 0)
+    goto fail;
+  CALL(n >= GIL_RELEASE_MIN,
+       kwker_argsort_rows(code, d.buf, rows, cols, (int64_t *)o.buf, flags, threads));
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&o);
+  return status_result(st);
+fail:
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&o);
+  return NULL;
+}
+
+static PyObject *fast_sort_segments(PyObject *self, PyObject *args) {
+  int code, threads, st;
+  unsigned flags;
+  Py_buffer d, off;
+  if (!PyArg_ParseTuple(args, "iw*y*Ii", &code, &d, &off, &flags, &threads)) return NULL;
+  Py_ssize_t n = count(code, &d, "data");
+  Py_ssize_t noff = n < 0 ? -1 : count(KWKER_INT64, &off, "offsets");
+  if (noff < 0) goto fail;
+  CALL(n >= GIL_RELEASE_MIN,
+       kwker_sort_segments(code, d.buf, n, (const int64_t *)off.buf, noff, flags, threads));
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&off);
+  return status_result(st);
+fail:
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&off);
+  return NULL;
+}
+
+static PyObject *fast_argsort_segments(PyObject *self, PyObject *args) {
+  int code, threads, st;
+  unsigned flags;
+  Py_buffer d, off, o;
+  if (!PyArg_ParseTuple(args, "iy*y*w*Ii", &code, &d, &off, &o, &flags, &threads)) return NULL;
+  Py_ssize_t n = count(code, &d, "data");
+  Py_ssize_t noff = n < 0 ? -1 : count(KWKER_INT64, &off, "offsets");
+  if (noff < 0 || need(count(KWKER_INT64, &o, "out"), n, "out") < 0) goto fail;
+  CALL(n >= GIL_RELEASE_MIN,
+       kwker_argsort_segments(code, d.buf, n, (const int64_t *)off.buf, noff,
+                              (int64_t *)o.buf, flags, threads));
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&off);
+  PyBuffer_Release(&o);
+  return status_result(st);
+fail:
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&off);
+  PyBuffer_Release(&o);
+  return NULL;
+}
+
+static PyObject *fast_topk_rows(PyObject *self, PyObject *args) {
+  int code, threads, sorted, st;
+  long long rows, cols, k;
+  unsigned flags;
+  Py_buffer d, ov, oi;
+  if (!PyArg_ParseTuple(args, "iy*LLLIpw*w*i", &code, &d, &rows, &cols, &k, &flags, &sorted,
+                        &ov, &oi, &threads))
+    return NULL;
+  Py_ssize_t n = count(code, &d, "data");
+  if (n < 0 || need(n, rows * cols, "data") < 0 ||
+      need(count(code, &ov, "out_values"), rows * k, "out_values") < 0 ||
+      need(count(KWKER_INT64, &oi, "out_indices"), rows * k, "out_indices") < 0)
+    goto fail;
+  CALL(n >= GIL_RELEASE_MIN,
+       kwker_topk_rows(code, d.buf, rows, cols, k, flags, sorted, ov.buf, (int64_t *)oi.buf,
+                       threads));
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&ov);
+  PyBuffer_Release(&oi);
+  return status_result(st);
+fail:
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&ov);
+  PyBuffer_Release(&oi);
+  return NULL;
+}
+
+/* ---- runtime controls and diagnostics ---- */
+
+static PyObject *fast_abi_version(PyObject *self, PyObject *unused) {
+  return PyLong_FromLong(kwker_abi_version());
+}
+static PyObject *fast_version(PyObject *self, PyObject *unused) {
+  return PyUnicode_FromString(kwker_version());
+}
+static PyObject *fast_last_error(PyObject *self, PyObject *unused) {
+  const char *m = kwker_last_error();
+  return PyUnicode_FromString(m ? m : "");
+}
+static PyObject *fast_get_isa(PyObject *self, PyObject *unused) {
+  return PyUnicode_FromString(kwker_get_isa());
+}
+static PyObject *fast_get_max_threads(PyObject *self, PyObject *unused) {
+  return PyLong_FromLong(kwker_get_max_threads());
+}
+static PyObject *fast_get_algorithms(PyObject *self, PyObject *unused) {
+  return PyLong_FromUnsignedLong(kwker_get_algorithms());
+}
+static PyObject *fast_release_scratch(PyObject *self, PyObject *unused) {
+  return status_result(kwker_release_scratch());
+}
+static PyObject *fast_reset_counters(PyObject *self, PyObject *unused) {
+  return status_result(kwker_reset_counters());
+}
+
+static PyObject *fast_set_isa(PyObject *self, PyObject *args) {
+  const char *name;
+  if (!PyArg_ParseTuple(args, "z", &name)) return NULL;
+  return status_result(kwker_set_isa(name));
+}
+static PyObject *fast_isa_supported(PyObject *self, PyObject *args) {
+  const char *name;
+  if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+  return PyBool_FromLong(kwker_isa_supported(name));
+}
+static PyObject *fast_set_backend_name(PyObject *self, PyObject *args) {
+  const char *name;
+  if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+  return status_result(kwker_set_backend_name(name));
+}
+static PyObject *fast_set_max_threads(PyObject *self, PyObject *args) {
+  int n;
+  if (!PyArg_ParseTuple(args, "i", &n)) return NULL;
+  return status_result(kwker_set_max_threads(n));
+}
+static PyObject *fast_set_scratch_cache(PyObject *self, PyObject *args) {
+  long long n;
+  if (!PyArg_ParseTuple(args, "L", &n)) return NULL;
+  return status_result(kwker_set_scratch_cache(n));
+}
+static PyObject *fast_set_scratch_limit(PyObject *self, PyObject *args) {
+  long long n;
+  if (!PyArg_ParseTuple(args, "L", &n)) return NULL;
+  return status_result(kwker_set_scratch_limit(n));
+}
+static PyObject *fast_set_algorithms(PyObject *self, PyObject *args) {
+  unsigned mask;
+  if (!PyArg_ParseTuple(args, "I", &mask)) return NULL;
+  return status_result(kwker_set_algorithms(mask));
+}
+
+/* Calls a (..., buf, cap, needed) JSON query, growing the buffer when it is too small.
+ * Returns (status, text) so the caller can treat SELF_CHECK_FAILED as a report. */
+static PyObject *json_query(const char *name) {
+  size_t cap = 8192, needed = 0;
+  for (int attempt = 0; attempt < 3; attempt++) {
+    char *buf = PyMem_Malloc(cap);
+    if (buf == NULL) return PyErr_NoMemory();
+    buf[0] = '\0';
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = name ? kwker_self_check(name, buf, cap, &needed) : kwker_runtime_info(buf, cap, &needed);
+    Py_END_ALLOW_THREADS
+    if (st != KWKER_E_BUFFER_TOO_SMALL) {
+      PyObject *res = Py_BuildValue("(is)", st, buf);
+      PyMem_Free(buf);
+      return res;
+    }
+    PyMem_Free(buf);
+    cap = needed > cap * 2 ? needed : cap * 2;
+  }
+  return raise_status(KWKER_E_BUFFER_TOO_SMALL);
+}
+
+static PyObject *fast_runtime_info(PyObject *self, PyObject *unused) {
+  PyObject *res = json_query(NULL);
+  if (res == NULL) return NULL;
+  int st = (int)PyLong_AsLong(PyTuple_GET_ITEM(res, 0));
+  if (st != KWKER_OK) {
+    Py_DECREF(res);
+    return raise_status(st);
+  }
+  PyObject *text = PyTuple_GET_ITEM(res, 1);
+  Py_INCREF(text);
+  Py_DECREF(res);
+  return text;
+}
+
+static PyObject *fast_self_check(PyObject *self, PyObject *args) {
+  const char *name;
+  if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+  return json_query(name);
+}
+
+static PyMethodDef methods[] = {
+    {"sort1d", fast_sort1d, METH_O, "sort1d(a) -> sorted copy, or None to decline"},
+    {"sort", fast_sort, METH_VARARGS, "sort(code, data, flags, threads)"},
+    {"argsort", fast_argsort, METH_VARARGS, "argsort(code, data, out, flags, threads)"},
+    {"sort_rows", fast_sort_rows, METH_VARARGS, "sort_rows(code, data, rows, cols, flags, threads)"},
+    {"argsort_rows", fast_argsort_rows, METH_VARARGS,
+     "argsort_rows(code, data, rows, cols, out, flags, threads)"},
+    {"sort_segments", fast_sort_segments, METH_VARARGS,
+     "sort_segments(code, data, offsets, flags, threads)"},
+    {"argsort_segments", fast_argsort_segments, METH_VARARGS,
+     "argsort_segments(code, data, offsets, out, flags, threads)"},
+    {"topk_rows", fast_topk_rows, METH_VARARGS,
+     "topk_rows(code, data, rows, cols, k, flags, sorted, out_values, out_indices, threads)"},
+    {"abi_version", fast_abi_version, METH_NOARGS, NULL},
+    {"version", fast_version, METH_NOARGS, NULL},
+    {"last_error", fast_last_error, METH_NOARGS, NULL},
+    {"set_isa", fast_set_isa, METH_VARARGS, NULL},
+    {"get_isa", fast_get_isa, METH_NOARGS, NULL},
+    {"isa_supported", fast_isa_supported, METH_VARARGS, NULL},
+    {"set_max_threads", fast_set_max_threads, METH_VARARGS, NULL},
+    {"get_max_threads", fast_get_max_threads, METH_NOARGS, NULL},
+    {"set_scratch_cache", fast_set_scratch_cache, METH_VARARGS, NULL},
+    {"release_scratch", fast_release_scratch, METH_NOARGS, NULL},
+    {"set_scratch_limit", fast_set_scratch_limit, METH_VARARGS, NULL},
+    {"set_algorithms", fast_set_algorithms, METH_VARARGS, NULL},
+    {"get_algorithms", fast_get_algorithms, METH_NOARGS, NULL},
+    {"reset_counters", fast_reset_counters, METH_NOARGS, NULL},
+    {"set_backend_name", fast_set_backend_name, METH_VARARGS, NULL},
+    {"runtime_info", fast_runtime_info, METH_NOARGS, "runtime-info JSON text"},
+    {"self_check", fast_self_check, METH_VARARGS, "self_check(name) -> (status, JSON text)"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "kwker._fast",
+                                    "CPython fast path into libkwker (see kwker/_backend.py)",
+                                    -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__fast(void) {
+  str_copy = PyUnicode_InternFromString("copy");
+  if (str_copy == NULL) return NULL;
+  return PyModule_Create(&module);
+}

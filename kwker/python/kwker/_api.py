@@ -1,0 +1,148 @@
+"""kwker.sort, argsort, sort_segments, topk: layout normalisation around the C calls.
+
+Every function copies (or reads) the caller's data, never writes it. The C API wants C-contiguous
+native-endian data, so each call moves the sorted axis last and makes a contiguous native copy.
+"""
+import numpy as np
+
+from . import _args, _backend, _dtypes
+
+_ndarray = np.ndarray
+_INT64 = np.dtype(np.int64)
+
+
+def sort(a, axis=None, *, descending=False, nans_first=False, threads=None):
+    """Sorted copy of `a` (flattened when axis is None, else along `axis`)."""
+    if axis is None and type(a) is _ndarray and not descending and not nans_first \
+            and threads is None:
+        out = _backend.sort1d(a)  # 1-D contiguous native arrays: one C call, no Python work
+        if out is not None:
+            return out
+    fl = _args.flags(descending, nans_first)
+    th = _args.threads(threads, "sort")
+    arr = _args.as_array(a)
+    code, native = _dtypes.resolve(arr.dtype, "sort")
+    impl = _backend.impl
+    if axis is None:
+        out = arr.astype(native, order="C", copy=True).reshape(-1)
+        if out.size > 1:
+            impl.sort(code, _dtypes.c_view(out, code), fl, th)
+        return out
+    ax = _args.axis(axis, arr.ndim, "sort")
+    work = np.moveaxis(arr, ax, -1).astype(native, order="C", copy=True)
+    cols = work.shape[-1]
+    if work.size and cols > 1:
+        impl.sort_rows(code, _dtypes.c_view(work, code), work.size // cols, cols, fl, th)
+    if ax == arr.ndim - 1:
+        return work
+    return np.ascontiguousarray(np.moveaxis(work, -1, ax))
+
+
+def _contiguous_native(arr, native):
+    # Input only: the C call reads it, so a copy is needed only to fix layout or byte order.
+    return np.ascontiguousarray(arr, dtype=native)
+
+
+def argsort(a, axis=None, *, descending=False, nans_first=False, threads=None):
+    """Stable argsort (int64): of the flattened array when axis is None, else along `axis`."""
+    fl = _args.flags(descending, nans_first)
+    th = _args.threads(threads, "argsort")
+    arr = _args.as_array(a)
+    code, native = _dtypes.resolve(arr.dtype, "argsort")
+    impl = _backend.impl
+    if axis is None:
+        data = _contiguous_native(arr.reshape(-1), native)
+        out = np.empty(data.size, _INT64)
+        if data.size:
+            impl.argsort(code, _dtypes.c_view(data, code), out, fl, th)
+        return out
+    ax = _args.axis(axis, arr.ndim, "argsort")
+    data = _contiguous_native(np.moveaxis(arr, ax, -1), native)
+    out = np.empty(data.shape, _INT64)
+    cols = data.shape[-1]
+    if data.size:
+        impl.argsort_rows(code, _dtypes.c_view(data, code), data.size // cols, cols, out, fl, th)
+    if ax == arr.ndim - 1:
+        return out
+    return np.ascontiguousarray(np.moveaxis(out, -1, ax))
+
+
+def _check_offsets(offsets, n):
+    off = np.asarray(offsets)
+    if off.ndim != 1:
+        raise ValueError(f"kwker.sort_segments: offsets must be 1-D, got shape {off.shape}")
+    if off.size and off.dtype.kind not in "iu":
+        raise TypeError(f"kwker.sort_segments: offsets must be an integer array, got dtype "
+                        f"{off.dtype}; convert with np.asarray(offsets, dtype=np.int64)")
+    bad = np.flatnonzero((off < 0) | (off > n))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"kwker.sort_segments: offsets[{i}] = {int(off[i])} is outside "
+                         f"[0, {n}] (len(values) = {n}); every offset must index into values")
+    off = off.astype(_INT64, copy=False)
+    dec = np.flatnonzero(off[1:] < off[:-1])
+    if dec.size:
+        i = int(dec[0]) + 1
+        raise ValueError(f"kwker.sort_segments: offsets must be non-decreasing, but "
+                         f"offsets[{i}] = {int(off[i])} < offsets[{i - 1}] = {int(off[i - 1])}")
+    return np.ascontiguousarray(off)
+
+
+def sort_segments(values, offsets, *, descending=False, nans_first=False,
+                  return_indices=False, threads=None):
+    """Sort each values[offsets[i]:offsets[i+1]] independently; the rest is copied unchanged.
+
+    Returns the new values, or (values, indices) with indices into the original values when
+    return_indices is true."""
+    fl = _args.flags(descending, nans_first)
+    th = _args.threads(threads, "sort_segments")
+    arr = _args.as_array(values)
+    if arr.ndim != 1:
+        raise ValueError(f"kwker.sort_segments: values must be 1-D, got shape {arr.shape}; "
+                         "flatten it (values.ravel()) and adjust the offsets")
+    code, native = _dtypes.resolve(arr.dtype, "sort_segments")
+    off = _check_offsets(offsets, arr.size)
+    impl = _backend.impl
+    if return_indices:
+        data = _contiguous_native(arr, native)
+        idx = np.arange(arr.size, dtype=_INT64)
+        if off.size >= 2 and arr.size:
+            impl.argsort_segments(code, _dtypes.c_view(data, code), off, idx, fl, th)
+        return data[idx], idx
+    out = arr.astype(native, order="C", copy=True)
+    if off.size >= 2 and arr.size:
+        impl.sort_segments(code, _dtypes.c_view(out, code), off, fl, th)
+    return out
+
+
+def topk(a, k, axis=-1, *, largest=True, sorted=True):
+    """(values, indices) of the k largest (or smallest) entries along `axis`.
+
+    The first k entries of argsort(a, axis, descending=largest): NaNs last, ties by lower
+    index. sorted=False returns the same entries in index order. axis=None uses the flattened
+    array."""
+    arr = _args.as_array(a)
+    code, native = _dtypes.resolve(arr.dtype, "topk")
+    if isinstance(k, bool) or not hasattr(k, "__index__"):
+        raise TypeError(f"kwker.topk: k must be an int, got {type(k).__name__}")
+    k = int(k.__index__())
+    if axis is None:
+        arr, ax = arr.reshape(-1), 0
+    else:
+        ax = _args.axis(axis, arr.ndim, "topk")
+    cols = arr.shape[ax]
+    if not 0 <= k <= cols:
+        raise ValueError(f"kwker.topk: k = {k} is out of range for axis {ax} of length {cols}; "
+                         f"k must be in [0, {cols}]")
+    data = _contiguous_native(np.moveaxis(arr, ax, -1), native)
+    shape = data.shape[:-1] + (k,)
+    values = np.empty(shape, native)
+    indices = np.empty(shape, _INT64)
+    if values.size:
+        fl = _args.DESCENDING if largest else 0
+        _backend.impl.topk_rows(code, _dtypes.c_view(data, code), data.size // cols, cols, k,
+                                fl, bool(sorted), _dtypes.c_view(values, code), indices, 0)
+    if ax == arr.ndim - 1:
+        return values, indices
+    return (np.ascontiguousarray(np.moveaxis(values, -1, ax)),
+            np.ascontiguousarray(np.moveaxis(indices, -1, ax)))

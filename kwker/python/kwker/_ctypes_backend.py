@@ -1,0 +1,192 @@
+"""The ctypes backend: the same functions as the _fast extension, over libkwker via ctypes.
+
+Used when KWKER_BACKEND=ctypes or when _fast does not import. Every function takes NumPy
+arrays that the caller (_api) already made C-contiguous and native-endian.
+"""
+import ctypes
+from ctypes import POINTER, c_char_p, c_int, c_int64, c_size_t, c_uint, c_void_p
+
+from . import _dtypes
+from ._errors import E_BUFFER_TOO_SMALL, OK, exception_for
+
+_SIGNATURES = {
+    "kwker_abi_version": (c_int, []),
+    "kwker_version": (c_char_p, []),
+    "kwker_last_error": (c_char_p, []),
+    "kwker_sort": (c_int, [c_int, c_void_p, c_int64, c_uint, c_int]),
+    "kwker_argsort": (c_int, [c_int, c_void_p, c_int64, c_void_p, c_uint, c_int]),
+    "kwker_sort_rows": (c_int, [c_int, c_void_p, c_int64, c_int64, c_uint, c_int]),
+    "kwker_argsort_rows": (c_int, [c_int, c_void_p, c_int64, c_int64, c_void_p, c_uint, c_int]),
+    "kwker_sort_segments": (c_int, [c_int, c_void_p, c_int64, c_void_p, c_int64, c_uint, c_int]),
+    "kwker_argsort_segments": (c_int, [c_int, c_void_p, c_int64, c_void_p, c_int64, c_void_p,
+                                       c_uint, c_int]),
+    "kwker_topk_rows": (c_int, [c_int, c_void_p, c_int64, c_int64, c_int64, c_uint, c_int,
+                                c_void_p, c_void_p, c_int]),
+    "kwker_set_isa": (c_int, [c_char_p]),
+    "kwker_get_isa": (c_char_p, []),
+    "kwker_isa_supported": (c_int, [c_char_p]),
+    "kwker_set_max_threads": (c_int, [c_int]),
+    "kwker_get_max_threads": (c_int, []),
+    "kwker_set_scratch_cache": (c_int, [c_int64]),
+    "kwker_release_scratch": (c_int, []),
+    "kwker_set_scratch_limit": (c_int, [c_int64]),
+    "kwker_set_algorithms": (c_int, [c_uint]),
+    "kwker_get_algorithms": (c_uint, []),
+    "kwker_reset_counters": (c_int, []),
+    "kwker_set_backend_name": (c_int, [c_char_p]),
+    "kwker_runtime_info": (c_int, [c_char_p, c_size_t, POINTER(c_size_t)]),
+    "kwker_self_check": (c_int, [c_char_p, c_char_p, c_size_t, POINTER(c_size_t)]),
+}
+
+
+_from_buffer = ctypes.c_char.from_buffer
+_addressof = ctypes.addressof
+
+
+def _ptr(arr):
+    """Data address of a contiguous array. from_buffer is ~7x cheaper than arr.ctypes.data but
+    needs a writable, non-empty buffer; anything else takes the slow route."""
+    try:
+        return _addressof(_from_buffer(arr))
+    except (TypeError, ValueError, BufferError):
+        return arr.ctypes.data
+
+
+class CtypesBackend:
+    name = "ctypes"
+
+    def __init__(self, path):
+        lib = ctypes.CDLL(path)
+        for fn, (res, args) in _SIGNATURES.items():
+            f = getattr(lib, fn)
+            f.restype = res
+            f.argtypes = args
+        self.lib = lib
+        self.path = path
+        self._codes = _dtypes.CODES
+        self._sort = lib.kwker_sort
+
+    # ---- helpers ----
+    def _raise(self, status):
+        msg = self.lib.kwker_last_error()
+        raise exception_for(status, msg.decode("utf-8", "replace") if msg else "")
+
+    def _check(self, status):
+        if status != OK:
+            self._raise(status)
+
+    # ---- version ----
+    def abi_version(self):
+        return self.lib.kwker_abi_version()
+
+    def version(self):
+        return self.lib.kwker_version().decode()
+
+    def last_error(self):
+        msg = self.lib.kwker_last_error()
+        return msg.decode("utf-8", "replace") if msg else ""
+
+    # ---- sorting ----
+    def sort1d(self, a):
+        """Fast path: sorted copy of a 1-D contiguous native array, or None to decline."""
+        code = self._codes.get(a.dtype)
+        if code is None or a.ndim != 1 or not a.flags.c_contiguous:
+            return None
+        r = a.copy()
+        st = self._sort(code, _ptr(r), r.shape[0], 0, 0)
+        if st:
+            self._raise(st)
+        return r
+
+    def sort(self, code, arr, flags, threads):
+        self._check(self._sort(code, _ptr(arr), arr.size, flags, threads))
+
+    def argsort(self, code, arr, out, flags, threads):
+        self._check(self.lib.kwker_argsort(code, _ptr(arr), arr.size, _ptr(out),
+                                           flags, threads))
+
+    def sort_rows(self, code, arr, rows, cols, flags, threads):
+        self._check(self.lib.kwker_sort_rows(code, _ptr(arr), rows, cols, flags, threads))
+
+    def argsort_rows(self, code, arr, rows, cols, out, flags, threads):
+        self._check(self.lib.kwker_argsort_rows(code, _ptr(arr), rows, cols,
+                                                _ptr(out), flags, threads))
+
+    def sort_segments(self, code, arr, offsets, flags, threads):
+        self._check(self.lib.kwker_sort_segments(code, _ptr(arr), arr.size,
+                                                 _ptr(offsets), offsets.size, flags,
+                                                 threads))
+
+    def argsort_segments(self, code, arr, offsets, out, flags, threads):
+        self._check(self.lib.kwker_argsort_segments(code, _ptr(arr), arr.size,
+                                                    _ptr(offsets), offsets.size,
+                                                    _ptr(out), flags, threads))
+
+    def topk_rows(self, code, arr, rows, cols, k, flags, sorted_, out_values, out_indices,
+                  threads):
+        self._check(self.lib.kwker_topk_rows(code, _ptr(arr), rows, cols, k, flags,
+                                             1 if sorted_ else 0, _ptr(out_values),
+                                             _ptr(out_indices), threads))
+
+    # ---- runtime controls ----
+    def set_isa(self, name):
+        self._check(self.lib.kwker_set_isa(None if name is None else name.encode()))
+
+    def get_isa(self):
+        return self.lib.kwker_get_isa().decode()
+
+    def isa_supported(self, name):
+        return bool(self.lib.kwker_isa_supported(name.encode()))
+
+    def set_max_threads(self, n):
+        self._check(self.lib.kwker_set_max_threads(n))
+
+    def get_max_threads(self):
+        return self.lib.kwker_get_max_threads()
+
+    def set_scratch_cache(self, nbytes):
+        self._check(self.lib.kwker_set_scratch_cache(nbytes))
+
+    def release_scratch(self):
+        self._check(self.lib.kwker_release_scratch())
+
+    def set_scratch_limit(self, nbytes):
+        self._check(self.lib.kwker_set_scratch_limit(nbytes))
+
+    def set_algorithms(self, mask):
+        self._check(self.lib.kwker_set_algorithms(mask))
+
+    def get_algorithms(self):
+        return int(self.lib.kwker_get_algorithms())
+
+    def reset_counters(self):
+        self._check(self.lib.kwker_reset_counters())
+
+    def set_backend_name(self, name):
+        self._check(self.lib.kwker_set_backend_name(name.encode()))
+
+    def _json_call(self, fn, *lead):
+        """Call a (…, buf, cap, needed) query, growing the buffer once if it is too small."""
+        needed = c_size_t(0)
+        cap = 8192
+        for _ in range(3):
+            buf = ctypes.create_string_buffer(cap)
+            st = fn(*lead, buf, cap, ctypes.byref(needed))
+            if st != E_BUFFER_TOO_SMALL:
+                return st, buf.value.decode("utf-8", "replace")
+            cap = max(needed.value, cap * 2)
+        self._raise(st)
+
+    def runtime_info(self):
+        st, text = self._json_call(self.lib.kwker_runtime_info)
+        self._check(st)
+        return text
+
+    def self_check(self, name):
+        """(status, json text); the caller decides what a failing status means."""
+        return self._json_call(self.lib.kwker_self_check, name.encode())
+
+
+def load(path):
+    return CtypesBackend(path)
+

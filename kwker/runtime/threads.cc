@@ -1,0 +1,148 @@
+#include "runtime/threads.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kwker {
+namespace rt {
+namespace {
+
+// Heap-allocated and never destroyed: worker threads are detached, and a fork() child
+// gets a fresh pool (the parent's workers do not exist there).
+struct Pool {
+  std::mutex run_mu;  // one run_parallel at a time; tasks are large, so queueing is cheap
+  std::mutex mu;
+  std::condition_variable cv_work, cv_done;
+  int workers = 0;
+  uint64_t generation = 0;
+  int ntasks = 0, next = 0, pending = 0;
+  void (*fn)(void *, int) = nullptr;
+  void *ctx = nullptr;
+};
+
+Pool *g_pool = new Pool();
+std::atomic<int> g_user_max{0};
+thread_local bool t_in_task = false;
+
+void drain(Pool *p, std::unique_lock<std::mutex> &lk) {
+  while (p->next < p->ntasks) {
+    int i = p->next++;
+    auto f = p->fn;
+    void *c = p->ctx;
+    lk.unlock();
+    t_in_task = true;
+    f(c, i);
+    t_in_task = false;
+    lk.lock();
+    if (--p->pending == 0) p->cv_done.notify_all();
+  }
+}
+
+void worker_main(Pool *p) {
+  std::unique_lock<std::mutex> lk(p->mu);
+  uint64_t seen = p->generation;
+  for (;;) {
+    p->cv_work.wait(lk, [&] { return p->generation != seen; });
+    seen = p->generation;
+    drain(p, lk);
+  }
+}
+
+void reset_after_fork() { g_pool = new Pool(); }
+struct ForkHook {
+  ForkHook() { pthread_atfork(nullptr, nullptr, reset_after_fork); }
+} g_fork_hook;
+
+double read_cgroup_limit() {
+  // cgroup v2: "max 100000" or "<quota> <period>"
+  if (FILE *f = std::fopen("/sys/fs/cgroup/cpu.max", "r")) {
+    char quota[32] = {0};
+    long period = 0;
+    int got = std::fscanf(f, "%31s %ld", quota, &period);
+    std::fclose(f);
+    if (got == 2 && period > 0 && quota[0] != 'm') return std::atof(quota) / double(period);
+    return 0;
+  }
+  long q = -1, per = 0;
+  if (FILE *f = std::fopen("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "r")) {
+    if (std::fscanf(f, "%ld", &q) != 1) q = -1;
+    std::fclose(f);
+  }
+  if (FILE *f = std::fopen("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "r")) {
+    if (std::fscanf(f, "%ld", &per) != 1) per = 0;
+    std::fclose(f);
+  }
+  return (q > 0 && per > 0) ? double(q) / double(per) : 0;
+}
+
+}  // namespace
+
+int hardware_threads() {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? int(n) : 1;
+}
+
+int affinity_threads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  return hardware_threads();
+}
+
+double cgroup_cpu_limit() {
+  static const double limit = read_cgroup_limit();  // quota changes at run time are rare
+  return limit;
+}
+
+int user_max_threads() { return g_user_max.load(); }
+void set_user_max_threads(int n) { g_user_max.store(n < 0 ? 0 : n); }
+
+int thread_budget() {
+  int b = affinity_threads();
+  double cg = cgroup_cpu_limit();
+  if (cg > 0) {
+    int c = int(std::ceil(cg - 1e-9));
+    if (c < b) b = c;
+  }
+  int user = g_user_max.load();
+  if (user > 0 && user < b) b = user;
+  return b < 1 ? 1 : b;
+}
+
+void run_parallel(int ntasks, void (*fn)(void *, int), void *ctx) {
+  if (ntasks <= 1 || t_in_task) {
+    for (int i = 0; i < ntasks; ++i) fn(ctx, i);
+    return;
+  }
+  Pool *p = g_pool;
+  std::lock_guard<std::mutex> run_lock(p->run_mu);
+  std::unique_lock<std::mutex> lk(p->mu);
+  while (p->workers < ntasks - 1) {
+    std::thread(worker_main, p).detach();
+    ++p->workers;
+  }
+  p->fn = fn;
+  p->ctx = ctx;
+  p->ntasks = ntasks;
+  p->next = 0;
+  p->pending = ntasks;
+  ++p->generation;
+  p->cv_work.notify_all();
+  drain(p, lk);
+  p->cv_done.wait(lk, [&] { return p->pending == 0; });
+}
+
+}  // namespace rt
+}  // namespace kwker

@@ -1,0 +1,24 @@
+// The process-wide thread pool and thread budget. Compiled once (no ISA flags); engines call
+// it through plain function pointers so no template crosses the engine boundary.
+#ifndef KWKER_RUNTIME_THREADS_H_
+#define KWKER_RUNTIME_THREADS_H_
+#include <cstdint>
+
+namespace kwker {
+namespace rt {
+
+// Runs fn(ctx, i) for i in [0, ntasks) on up to ntasks threads (the caller runs task 0).
+// Calls from several user threads at once are serialised on the pool; a nested call runs inline.
+void run_parallel(int ntasks, void (*fn)(void *ctx, int task), void *ctx);
+
+// The budget: min(user max (if set), CPUs in the affinity mask, cgroup CPU quota), >= 1.
+int thread_budget();
+int hardware_threads();
+int affinity_threads();
+double cgroup_cpu_limit();  // <= 0 when no limit is set
+int user_max_threads();      // 0 when unset
+void set_user_max_threads(int n);
+
+}  // namespace rt
+}  // namespace kwker
+#endif

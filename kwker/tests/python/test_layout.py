@@ -1,0 +1,121 @@
+"""Axes, layouts and inputs: N-d, non-contiguous, strided, read-only, big-endian, 0-d, empty,
+lists; and that nothing writes to the caller's array."""
+import numpy as np
+import pytest
+
+
+def _inputs(rng):
+    base = (rng.standard_normal((4, 5, 6)) * 10).round()
+    base[0, 0, :3] = np.nan
+    yield "c", base
+    yield "fortran", np.asfortranarray(base)
+    yield "strided", base[:, ::2, ::-1]
+    yield "transposed", base.transpose(2, 0, 1)
+    ro = base.copy()
+    ro.setflags(write=False)
+    yield "readonly", ro
+    yield "bigendian", base.astype(">f8")
+    yield "int-bigendian", rng.integers(-9, 9, (4, 5, 3)).astype(">i4")
+    yield "empty-axis", np.zeros((3, 0, 2))
+    yield "emptyall", np.zeros((0,))
+
+
+def test_axes_match_numpy(kw, rng):
+    for label, a in _inputs(rng):
+        before = a.copy()
+        got = kw.sort(a)
+        np.testing.assert_array_equal(got, np.sort(a, axis=None), err_msg=label)
+        assert got.dtype.isnative and got.ndim == 1
+        np.testing.assert_array_equal(kw.argsort(a), np.argsort(a, axis=None, kind="stable"),
+                                      err_msg=label)
+        for axis in range(-a.ndim, a.ndim):
+            got = kw.sort(a, axis=axis)
+            assert got.dtype.isnative and got.flags.c_contiguous
+            np.testing.assert_array_equal(got, np.sort(a, axis=axis), err_msg=f"{label} {axis}")
+            np.testing.assert_array_equal(kw.argsort(a, axis=axis),
+                                          np.argsort(a, axis=axis, kind="stable"),
+                                          err_msg=f"{label} {axis}")
+        np.testing.assert_array_equal(a, before, err_msg=f"{label} was modified")
+
+
+def test_descending_along_axis(kw, rng):
+    a = rng.integers(0, 5, (7, 9)).astype(np.int16)
+    for axis in (0, 1, -1):
+        idx = kw.argsort(a, axis=axis, descending=True)
+        # stable descending: sort the negated keys stably
+        np.testing.assert_array_equal(idx, np.argsort(-a.astype(np.int32), axis=axis,
+                                                      kind="stable"))
+        np.testing.assert_array_equal(kw.sort(a, axis=axis, descending=True),
+                                      np.take_along_axis(a, idx, axis))
+
+
+def test_zero_d_and_lists(kw):
+    np.testing.assert_array_equal(kw.sort(np.float32(3)), np.array([3], np.float32))
+    np.testing.assert_array_equal(kw.argsort(np.array(7)), np.array([0]))
+    with pytest.raises(np.exceptions.AxisError):
+        kw.sort(np.array(1.0), axis=0)
+    with pytest.raises(np.exceptions.AxisError):
+        kw.argsort(np.array(1.0), axis=-1)
+    np.testing.assert_array_equal(kw.sort([3, 1, 2]), [1, 2, 3])
+    np.testing.assert_array_equal(kw.argsort((2.0, 1.0)), [1, 0])
+    np.testing.assert_array_equal(kw.sort([[3, 1], [0, 2]], axis=1), [[1, 3], [0, 2]])
+    assert kw.sort([]).shape == (0,)
+
+
+def test_fast_path_returns_copy(kw):
+    for dtype in ("f4", "f8", "i8", "u2", "?", "e", "i1"):
+        a = np.arange(50, 0, -1).astype(dtype)
+        before = a.copy()
+        out = kw.sort(a)
+        assert out is not a and not np.shares_memory(out, a)
+        np.testing.assert_array_equal(a, before)
+        np.testing.assert_array_equal(out, np.sort(a))
+    ro = np.arange(10.0)[::-1].copy()
+    ro.setflags(write=False)
+    np.testing.assert_array_equal(kw.sort(ro), np.arange(10.0))
+
+
+def test_subclass_and_other_array_likes(kw):
+    m = np.ma.masked_array([3.0, 1.0, 2.0])
+    out = kw.sort(m)
+    assert type(out) is np.ndarray
+    np.testing.assert_array_equal(out, [1, 2, 3])
+    np.testing.assert_array_equal(kw.sort(memoryview(np.array([2, 1], np.int32))), [1, 2])
+
+
+def test_datetime_units_and_nat(kw):
+    for unit in ("D", "s", "ms", "ns", "Y"):
+        a = np.array(["2001-01-01", "NaT", "1999-12-31", "2001-01-01", "NaT", "1970"],
+                     dtype=f"datetime64[{unit}]")
+        got = kw.sort(a)
+        assert got.dtype == a.dtype
+        np.testing.assert_array_equal(got, np.sort(a))
+        np.testing.assert_array_equal(kw.argsort(a), np.argsort(a, kind="stable"))
+        np.testing.assert_array_equal(kw.argsort(a, nans_first=True), [1, 4, 5, 2, 0, 3])
+    t = np.array([5, -3, "NaT", 0], dtype="m8[ms]")
+    np.testing.assert_array_equal(kw.sort(t, descending=True), t[[0, 3, 1, 2]])
+
+
+def test_nan_and_zero_rules(kw):
+    a = np.array([0.0, np.nan, -0.0, 1.0, -np.nan, 0.0, -1.0])
+    assert list(kw.argsort(a)) == [6, 0, 2, 5, 3, 1, 4]  # -0.0 == 0.0: input order
+    assert list(kw.argsort(a, descending=True)) == [3, 0, 2, 5, 6, 1, 4]
+    assert list(kw.argsort(a, nans_first=True)) == [1, 4, 6, 0, 2, 5, 3]
+    s = kw.sort(a)
+    assert np.signbit(s[1]) and not np.signbit(s[2]) and not np.signbit(s[3])  # -0.0 first
+    assert np.isnan(s[-2:]).all()
+    d = kw.sort(a, descending=True)
+    assert list(d[:5]) == [1.0, 0.0, 0.0, -0.0, -1.0] and not np.signbit(d[1])
+
+
+def test_nan_payloads_survive_sort(kw):
+    # A sort is a permutation of its input: NaN sign and payload survive, in input order.
+    a = np.array([np.nan, 806.0, np.nan, -1.0], np.float32)
+    a[2] = -a[2]
+    bits = a.view(np.uint32)
+    got = kw.sort(a).view(np.uint32).tolist()
+    assert got == [bits[3], bits[1], bits[0], bits[2]]
+    first = kw.sort(a, nans_first=True, descending=True).view(np.uint32).tolist()
+    assert first == [bits[0], bits[2], bits[1], bits[3]]
+    rows = kw.sort(np.stack([a, a[::-1]]), axis=1).view(np.uint32)
+    assert rows[0].tolist() == got and rows[1].tolist() == [bits[3], bits[1], bits[2], bits[0]]

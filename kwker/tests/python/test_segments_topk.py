@@ -1,0 +1,113 @@
+"""sort_segments and topk against NumPy references."""
+import numpy as np
+import pytest
+
+
+def _ref_segments(values, offsets, descending, nans_first, ref):
+    """Indices: the stable reference argsort inside each segment, identity elsewhere."""
+    idx = np.arange(values.size)
+    for lo, hi in zip(offsets[:-1], offsets[1:]):
+        idx[lo:hi] = ref.argsort(values[lo:hi], descending, nans_first) + lo
+    return idx
+
+
+def test_segments_random(kw, ref, rng):
+    for dtype in ("float64", "int32", "uint8", "float16", "datetime64[s]"):
+        for n in (0, 1, 10, 257, 5000):
+            vals = ref.make(dtype, "few" if n % 2 else "uniform", n, rng)
+            if vals.dtype.kind == "f" and n:
+                vals[rng.random(n) < 0.1] = np.nan
+            cuts = np.sort(rng.integers(0, n + 1, rng.integers(0, 12)))
+            for desc, nf in ((False, False), (True, False), (False, True)):
+                before = vals.copy()
+                got, idx = kw.sort_segments(vals, cuts, descending=desc, nans_first=nf,
+                                            return_indices=True)
+                want = _ref_segments(vals, cuts, desc, nf, ref)
+                np.testing.assert_array_equal(idx, want, err_msg=f"{dtype} n={n}")
+                ref.same(got, vals[idx], f"{dtype} n={n}")
+                only = kw.sort_segments(vals, cuts, descending=desc, nans_first=nf)
+                # sort_segments orders by the total order (-0.0 first); compare as values
+                np.testing.assert_array_equal(only, vals[idx])
+                if cuts.size:
+                    assert np.array_equal(ref.bits(only[:cuts[0]]), ref.bits(vals[:cuts[0]]))
+                    assert np.array_equal(ref.bits(only[cuts[-1]:]), ref.bits(vals[cuts[-1]:]))
+                np.testing.assert_array_equal(ref.bits(vals), ref.bits(before))
+
+
+def test_segments_edge_offsets(kw):
+    v = np.array([5, 4, 3, 2, 1])
+    np.testing.assert_array_equal(kw.sort_segments(v, []), v)
+    np.testing.assert_array_equal(kw.sort_segments(v, [2]), v)
+    np.testing.assert_array_equal(kw.sort_segments(v, [0, 5]), [1, 2, 3, 4, 5])
+    np.testing.assert_array_equal(kw.sort_segments(v, [1, 1, 4, 4]), [5, 2, 3, 4, 1])
+    np.testing.assert_array_equal(kw.sort_segments(v, np.array([0, 2, 5], np.uint32)),
+                                  [4, 5, 1, 2, 3])
+
+
+def test_segments_bad_offsets(kw):
+    v = np.arange(5.0)
+    with pytest.raises(ValueError, match=r"offsets\[2\] = 1 < offsets\[1\] = 3"):
+        kw.sort_segments(v, [0, 3, 1])
+    with pytest.raises(ValueError, match=r"offsets\[1\] = 6 is outside \[0, 5\]"):
+        kw.sort_segments(v, [0, 6])
+    with pytest.raises(ValueError, match=r"offsets\[0\] = -1"):
+        kw.sort_segments(v, [-1, 2])
+    with pytest.raises(TypeError, match="integer"):
+        kw.sort_segments(v, [0.0, 2.0])
+    with pytest.raises(ValueError, match="1-D"):
+        kw.sort_segments(v.reshape(5, 1), [0, 2])
+
+
+def _ref_topk(a, k, axis, largest, sorted_):
+    idx = np.argsort(-a if largest else a, axis=axis, kind="stable")
+    idx = np.take(idx, np.arange(k), axis=axis)
+    if not sorted_:
+        idx = np.sort(idx, axis=axis)
+    return np.take_along_axis(a, idx, axis), idx
+
+
+def test_topk(kw, rng):
+    for dtype in ("float32", "float64", "int64", "int8"):
+        a = (rng.integers(-20, 20, (6, 40))).astype(dtype)
+        if a.dtype.kind == "f":
+            a[rng.random(a.shape) < 0.3] = np.nan
+        for axis in (-1, 0):
+            n = a.shape[axis]
+            for k in (0, 1, 5, n):
+                for largest in (True, False):
+                    for sorted_ in (True, False):
+                        v, i = kw.topk(a, k, axis, largest=largest, sorted=sorted_)
+                        # reference: first k of the stable argsort, NaNs last either way
+                        full = kw.argsort(a, axis=axis, descending=largest)
+                        want = np.take(full, np.arange(k), axis=axis)
+                        if not sorted_:
+                            want = np.sort(want, axis=axis)
+                        np.testing.assert_array_equal(i, want, err_msg=f"{dtype} {axis} {k}")
+                        np.testing.assert_array_equal(v, np.take_along_axis(a, want, axis))
+                        if a.dtype.kind != "f":
+                            _, ri = _ref_topk(a.astype(np.int64), k, axis, largest, sorted_)
+                            np.testing.assert_array_equal(i, ri)
+
+
+def test_topk_nans_picked_last(kw):
+    a = np.array([np.nan, 1.0, np.nan, 3.0, 2.0])
+    v, i = kw.topk(a, 4)
+    assert list(i) == [3, 4, 1, 0]
+    v, i = kw.topk(a, 4, largest=False, sorted=False)
+    assert list(i) == [0, 1, 3, 4]
+
+
+def test_topk_errors(kw):
+    a = np.arange(5)
+    with pytest.raises(ValueError, match="k = 6"):
+        kw.topk(a, 6)
+    with pytest.raises(ValueError, match="k = -1"):
+        kw.topk(a, -1)
+    with pytest.raises(TypeError):
+        kw.topk(a, 1.5)
+    with pytest.raises(np.exceptions.AxisError):
+        kw.topk(a, 1, axis=1)
+    v, i = kw.topk(np.zeros((3, 0)), 0)
+    assert v.shape == (3, 0) and i.shape == (3, 0)
+    v, i = kw.topk(np.arange(6).reshape(2, 3), 2, axis=None)
+    assert list(i) == [5, 4]

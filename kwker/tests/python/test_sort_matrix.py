@@ -1,0 +1,69 @@
+"""Correctness matrix: every dtype x distribution x size x order option, per backend x engine.
+
+The matrix loops inside a few tests (one pytest item per backend x engine) so the suite stays
+fast; a failure message names the case.
+"""
+import numpy as np
+
+FLAG_SETS = [(False, False), (True, False), (False, True), (True, True)]  # (descending, nans_first)
+
+
+def check_case(kw, ref, a, descending, nans_first, label):
+    got = kw.sort(a, descending=descending, nans_first=nans_first)
+    ref.same(got, ref.sort(a, descending, nans_first), f"sort {label}")
+    idx = kw.argsort(a, descending=descending, nans_first=nans_first)
+    assert idx.dtype == np.int64, label
+    want = ref.argsort(a, descending, nans_first)
+    if not np.array_equal(idx, want):
+        i = int(np.flatnonzero(idx != want)[0])
+        raise AssertionError(f"argsort {label}: first difference at {i}: {idx[i]} != {want[i]}")
+    if not descending and not nans_first:
+        # NumPy places NaN/NaT last too, so it must agree exactly.
+        np.testing.assert_array_equal(idx, np.argsort(a, kind="stable"), err_msg=label)
+        s = np.sort(a)
+        nan = ref.nan_mask(s)
+        assert np.array_equal(got[~nan], s[~nan]) and np.array_equal(ref.nan_mask(got), nan), label
+
+
+def test_dense_small_sizes(kw, ref, rng):
+    """Sizes 0..300 for every dtype; distribution and order options rotate with the size."""
+    for dtype in ref.DTYPES:
+        dists = ref.distributions(dtype)
+        for n in range(301):
+            dist = dists[n % len(dists)]
+            desc, nf = FLAG_SETS[(n // len(dists)) % 4]
+            a = ref.make(dtype, dist, n, rng)
+            check_case(kw, ref, a, desc, nf, f"{dtype} {dist} n={n} desc={desc} nf={nf}")
+
+
+def test_every_distribution_and_flag(kw, ref, rng):
+    for dtype in ref.DTYPES:
+        for dist in ref.distributions(dtype):
+            for n in (0, 1, 2, 3, 7, 16, 17, 33, 64, 129, 256, 257):
+                a = ref.make(dtype, dist, n, rng)
+                for desc, nf in FLAG_SETS:
+                    check_case(kw, ref, a, desc, nf, f"{dtype} {dist} n={n} desc={desc} nf={nf}")
+
+
+LARGE = (1000, 5000, 20000, 100_000, 300_000, 1_100_000)
+
+
+def test_threshold_sizes(kw, ref, rng):
+    """Sizes across the algorithm thresholds (radix, parallel) for representative dtypes."""
+    plan = {
+        "float32": ("uniform", "nan_heavy", "sorted"),
+        "float64": ("uniform", "zeros"),
+        "int64": ("uniform", "few", "reversed"),
+        "uint8": ("uniform",),
+        "int16": ("uniform",),
+        "float16": ("uniform",),
+        "datetime64[ns]": ("nat_heavy",),
+    }
+    for dtype, dists in plan.items():
+        for dist in dists:
+            for n in LARGE:
+                if n > 300_000 and dtype not in ("float32", "int64"):
+                    continue
+                a = ref.make(dtype, dist, n, rng)
+                desc, nf = FLAG_SETS[LARGE.index(n) % 4]
+                check_case(kw, ref, a, desc, nf, f"{dtype} {dist} n={n} desc={desc} nf={nf}")

@@ -1,0 +1,35 @@
+"""Smoke test against a non-editable wheel install: python kwker/tests/smoke.py (run from /tmp)."""
+import os
+import sys
+
+import numpy as np
+
+import kwker
+from kwker import _backend, _locate
+
+assert _backend.name == "fast", f"expected the fast backend, got {_backend.name} " \
+    f"({_backend.fallback_reason})"
+assert kwker.runtime_info()["backend"] == "fast"
+assert "site-packages" in kwker.__file__ or "dist-packages" in kwker.__file__, kwker.__file__
+
+rng = np.random.default_rng(0)
+for engine in kwker.available_isas():
+    with kwker.config(isa=engine):
+        kwker.reset_counters()
+        for dtype in ("int8", "int32", "uint64", "float16", "float32", "float64"):
+            a = (rng.standard_normal(5000) * 100).astype(dtype)
+            assert np.array_equal(kwker.sort(a), np.sort(a)), (engine, dtype)
+            assert np.array_equal(kwker.argsort(a), np.argsort(a, kind="stable")), (engine, dtype)
+        m = rng.standard_normal((30, 40))
+        assert np.array_equal(kwker.sort(m, axis=0), np.sort(m, axis=0)), engine
+        v, i = kwker.topk(m, 3)
+        assert np.array_equal(i, np.argsort(-m, axis=-1, kind="stable")[:, :3]), engine
+        assert kwker.runtime_info()["counters"][engine]["calls"] >= 14, engine
+        assert kwker.self_check(engine)["ok"], engine
+
+paths = _locate.sdk_paths()
+for key in ("include_dir", "lib_dir", "cmake_dir", "doctor"):
+    assert paths[key] and os.path.exists(paths[key]), (key, paths)
+assert os.path.exists(os.path.join(paths["include_dir"], "kwker", "kwker.h"))
+print(f"smoke ok (kwker {kwker.__version__}, engines {', '.join(kwker.available_isas())}, "
+      f"python {sys.version.split()[0]})")
