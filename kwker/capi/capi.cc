@@ -148,17 +148,23 @@ KWKER_API int kwker_argsort(int dtype, const void *data, int64_t n, int64_t *out
   }, threads, n);
 }
 
-KWKER_API int kwker_sort_rows(int dtype, void *data, int64_t rows, int64_t cols, unsigned flags,
-                              int threads) {
+KWKER_API int kwker_sort_rows_copy(int dtype, const void *src, void *dst, int64_t rows,
+                                   int64_t cols, unsigned flags, int threads) {
   const char *fn = "kwker_sort_rows";
   KWKER_CHECK(check_common(fn, dtype, flags, threads));
   KWKER_CHECK(check_size(fn, "rows", rows));
   KWKER_CHECK(check_size(fn, "cols", cols));
-  KWKER_CHECK(check_ptr(fn, "data", data, rows * cols));
+  KWKER_CHECK(check_ptr(fn, "src", src, rows * cols));
+  KWKER_CHECK(check_ptr(fn, "dst", dst, rows * cols));
   Segments segs{nullptr, cols == 0 ? 0 : rows, cols};
   return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
-    return e.sort_segments(ctx, dtype, data, segs, flags);
+    return e.sort_segments(ctx, dtype, src, dst, segs, flags);
   }, threads, rows * cols);
+}
+
+KWKER_API int kwker_sort_rows(int dtype, void *data, int64_t rows, int64_t cols, unsigned flags,
+                              int threads) {
+  return kwker_sort_rows_copy(dtype, data, data, rows, cols, flags, threads);
 }
 
 KWKER_API int kwker_argsort_rows(int dtype, const void *data, int64_t rows, int64_t cols,
@@ -184,7 +190,7 @@ KWKER_API int kwker_sort_segments(int dtype, void *data, int64_t n, const int64_
   KWKER_CHECK(check_offsets(fn, offsets, noffsets, n));
   Segments segs{offsets, noffsets > 0 ? noffsets - 1 : 0, 0};
   return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
-    return e.sort_segments(ctx, dtype, data, segs, flags);
+    return e.sort_segments(ctx, dtype, data, data, segs, flags);
   }, threads, n);
 }
 

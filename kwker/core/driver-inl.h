@@ -41,7 +41,7 @@ struct KeySorter {
 // 1: keys non-decreasing; -1: strictly decreasing; 0: neither. One read pass at most, and
 // random input is rejected within a few elements.
 template <class Codec>
-int presorted(const Codec &c, const typename Codec::T *src, size_t n) {
+int presorted(const Codec c, const typename Codec::T *src, size_t n) {
   if (n < 2) return 1;
   using K = typename Codec::K;
   K prev = c.enc(src[0]);
@@ -64,7 +64,7 @@ int presorted(const Codec &c, const typename Codec::T *src, size_t n) {
 }
 
 template <class Codec>
-void sort_values(CallCtx &ctx, const Codec &c, const typename Codec::T *src,
+void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                  typename Codec::T *dst, size_t n) {
   using T = typename Codec::T;
   using K = typename Codec::K;
@@ -125,8 +125,11 @@ void sort_values(CallCtx &ctx, const Codec &c, const typename Codec::T *src,
 // permutation of its input (as np.sort is). They cost nothing when the input has no NaN.
 
 // In place: moves the NaNs to their final block, keeping their order; returns their count.
-template <class Codec> size_t gather_nans(const Codec &c, typename Codec::T *a, size_t n) {
+template <class Codec> size_t gather_nans(const Codec c, typename Codec::T *a, size_t n) {
   size_t count = 0;
+  for (size_t i = 0; i < n; ++i) count += c.is_nan(a[i]);  // vectorised; the common answer is 0
+  if (count == 0) return 0;
+  count = 0;
   if (c.nans_first()) {
     for (size_t i = 0; i < n; ++i)
       if (c.is_nan(a[i])) swap_vals(a[i], a[count++]);
@@ -141,7 +144,7 @@ template <class Codec> size_t gather_nans(const Codec &c, typename Codec::T *a, 
 
 // Out of place: the sorted dst has a canonical NaN block; copy the real ones from src.
 template <class Codec>
-void restore_nans(const Codec &c, const typename Codec::T *src, typename Codec::T *dst, size_t n) {
+void restore_nans(const Codec c, const typename Codec::T *src, typename Codec::T *dst, size_t n) {
   if (n == 0) return;
   size_t j = 0, k = 0;
   if (c.nans_first()) {
@@ -156,7 +159,7 @@ void restore_nans(const Codec &c, const typename Codec::T *src, typename Codec::
 }
 
 template <class Codec>
-void sort_copy_impl(CallCtx &ctx, const Codec &c, const typename Codec::T *src,
+void sort_copy_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                     typename Codec::T *dst, size_t n) {
   if constexpr (Codec::kNanPayload) {
     if (dst == src) {
@@ -177,7 +180,7 @@ void sort_copy_impl(CallCtx &ctx, const Codec &c, const typename Codec::T *src,
 
 // Stable argsort of src[0..n) into out; indices are offset by base.
 template <class Codec>
-void argsort_impl(CallCtx &ctx, const Codec &c, const typename Codec::T *src, size_t n,
+void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
                   int64_t *out) {
   using K = typename Codec::K;
   if (n == 0) return;
@@ -274,7 +277,7 @@ void for_segments(CallCtx &ctx, const Segments &segs, Body body) {
 }
 
 template <class Codec>
-void topk_row(const Codec &c, const typename Codec::T *row, size_t cols, size_t k, bool sorted,
+void topk_row(const Codec c, const typename Codec::T *row, size_t cols, size_t k, bool sorted,
               typename Codec::T *vals, int64_t *idx, int64_t *work) {
   using K = typename Codec::K;
   auto less_idx = [&](int64_t a, int64_t b) {
@@ -353,14 +356,15 @@ inline int e_argsort(CallCtx &ctx, int dtype, const void *data, int64_t n, int64
   });
 }
 
-inline int e_sort_segments(CallCtx &ctx, int dtype, void *data, const Segments &segs,
-                           unsigned flags) {
+inline int e_sort_segments(CallCtx &ctx, int dtype, const void *src, void *dst,
+                           const Segments &segs, unsigned flags) {
   return with_codec(dtype, flags, true, [&](auto c) {
     using T = typename decltype(c)::T;
-    T *d = static_cast<T *>(data);
+    const T *s = static_cast<const T *>(src);
+    T *d = static_cast<T *>(dst);
     for_segments(ctx, segs, [&](CallCtx &sub, int64_t i) {
       int64_t b = segs.begin(i);
-      sort_copy_impl(sub, c, d + b, d + b, size_t(segs.end(i) - b));
+      sort_copy_impl(sub, c, s + b, d + b, size_t(segs.end(i) - b));
     });
   });
 }

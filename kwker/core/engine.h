@@ -32,8 +32,10 @@ struct EngineTable {
   // Each returns a kwker_status. data/dst are contiguous, native-endian.
   int (*sort_copy)(CallCtx &, int dtype, const void *src, void *dst, int64_t n, unsigned flags);
   int (*argsort)(CallCtx &, int dtype, const void *data, int64_t n, int64_t *out, unsigned flags);
-  // Sorts every segment in place; elements outside segments are untouched.
-  int (*sort_segments)(CallCtx &, int dtype, void *data, const Segments &segs, unsigned flags);
+  // Sorts every segment of src into the same positions of dst (dst may equal src); elements
+  // outside segments are untouched.
+  int (*sort_segments)(CallCtx &, int dtype, const void *src, void *dst, const Segments &segs,
+                       unsigned flags);
   // relative: indices counted from each segment's start (rows) instead of absolute.
   int (*argsort_segments)(CallCtx &, int dtype, const void *data, const Segments &segs,
                           int64_t *out, unsigned flags, bool relative);

@@ -31,29 +31,31 @@ template <class U> struct FloatCodec {
   static constexpr bool kNanPayload = true;  // NaN bit patterns differ: sort keeps them
   bool is_nan(U b) const { return U(b & U(~kSign)) > inf_bits; }
   bool nans_first() const { return nan_key == K(kSign); }
+
   U inf_bits;  // +inf; any magnitude above it is NaN
   U quiet_nan;
-  bool desc;
-  bool canon_zero;
+  K flip;      // all ones when descending
+  U zero_mask; // clears the sign of -0.0 when zeros tie (argsort)
   K nan_key;
 
   FloatCodec(U inf, U qnan, unsigned flags, bool for_sort)
-      : inf_bits(inf), quiet_nan(qnan), desc(flags & KWKER_DESCENDING),
-        canon_zero(!for_sort),
+      : inf_bits(inf), quiet_nan(qnan), flip((flags & KWKER_DESCENDING) ? K(-1) : K(0)),
+        zero_mask(for_sort ? U(~U(0)) : U(~kSign)),
         nan_key((flags & KWKER_NANS_FIRST) ? K(kSign) : K(U(kSign - 1))) {}
 
+  // Branch-free so the encode/decode loops vectorise.
   K enc(U b) const {
     U mag = U(b & U(~kSign));
-    if (canon_zero && mag == 0) b = 0;
+    b = mag == 0 ? U(b & zero_mask) : b;  // argsort: -0.0 becomes 0.0
     // Sign-magnitude to two's complement order: negative values get their magnitude flipped.
     K k = K(U(b ^ (U(K(b) >> (kBits - 1)) & U(~kSign))));
-    k = desc ? K(~k) : k;
+    k = K(k ^ flip);  // descending: bitwise complement reverses the order
     return mag > inf_bits ? nan_key : k;
   }
   U dec(K k) const {
-    if (k == nan_key) return quiet_nan;
-    K d = desc ? K(~k) : k;
-    return U(U(d) ^ (U(K(d) >> (kBits - 1)) & U(~kSign)));
+    K d = K(k ^ flip);
+    U b = U(U(d) ^ (U(K(d) >> (kBits - 1)) & U(~kSign)));
+    return k == nan_key ? quiet_nan : b;
   }
 };
 
@@ -64,16 +66,13 @@ template <class TT, bool kUnsigned> struct IntCodec {
   using U = typename std::make_unsigned<TT>::type;
   using K = typename SignedOf<U>::type;
   static constexpr U kSign = U(U(1) << (8 * sizeof(U) - 1));
-  bool desc;
-  bool identity() const { return !desc && !kUnsigned; }
+  K flip;  // all ones when descending
+  bool identity() const { return flip == 0 && !kUnsigned; }
   static constexpr bool kNanPayload = false;
-  explicit IntCodec(unsigned flags) : desc(flags & KWKER_DESCENDING) {}
-  K enc(T x) const {
-    K k = kUnsigned ? K(U(U(x) ^ kSign)) : K(x);
-    return desc ? K(~k) : k;
-  }
+  explicit IntCodec(unsigned flags) : flip((flags & KWKER_DESCENDING) ? K(-1) : K(0)) {}
+  K enc(T x) const { return K((kUnsigned ? K(U(U(x) ^ kSign)) : K(x)) ^ flip); }
   T dec(K k) const {
-    K d = desc ? K(~k) : k;
+    K d = K(k ^ flip);
     return kUnsigned ? T(U(U(d) ^ kSign)) : T(d);
   }
 };

@@ -20,7 +20,7 @@ template <class K> inline size_t key_bucket(K k) {
 // Counting sort of values; returns false (caller falls back) when scratch is refused.
 template <class Codec>
 bool counting_sort(const typename Codec::T *src, typename Codec::T *dst, size_t n,
-                   const Codec &c) {
+                   const Codec c) {
   using K = typename Codec::K;
   constexpr size_t nb = size_t(1) << (8 * sizeof(K));
   Scratch<size_t> cnt(nb);
@@ -41,7 +41,7 @@ bool counting_sort(const typename Codec::T *src, typename Codec::T *dst, size_t 
 // Stable counting argsort: out[rank] = index.
 template <class Codec>
 bool counting_argsort(const typename Codec::T *src, size_t n, int64_t *out, int64_t base,
-                      const Codec &c) {
+                      const Codec c) {
   using K = typename Codec::K;
   constexpr size_t nb = size_t(1) << (8 * sizeof(K));
   Scratch<size_t> cnt(nb);
@@ -64,7 +64,7 @@ bool counting_argsort(const typename Codec::T *src, size_t n, int64_t *out, int6
 // Returns false when scratch is refused.
 template <class Codec>
 bool radix_argsort64(CallCtx &ctx, const typename Codec::T *src, size_t n, int64_t *out,
-                     const Codec &c) {
+                     const Codec c) {
   constexpr int kDigitBits = 11, kDigits = 6;
   constexpr size_t kNb = size_t(1) << kDigitBits;
   Scratch<uint64_t> keys(2 * n);

@@ -64,7 +64,7 @@ void check_rows(const EngineTable &e, int dtype, Report &r) {
     std::vector<int64_t> gi((size_t)(rows * cols)), wi((size_t)(cols));
     Segments segs{nullptr, rows, cols};
     r.cases += 3;
-    bool ok_sort = e.sort_segments(ctx, dtype, got.data(), segs, flags) == KWKER_OK;
+    bool ok_sort = e.sort_segments(ctx, dtype, got.data(), got.data(), segs, flags) == KWKER_OK;
     bool ok_arg = e.argsort_segments(ctx, dtype, data.data(), segs, gi.data(), flags, true) == KWKER_OK;
     std::vector<uint8_t> tv((size_t)(rows * k * w));
     std::vector<int64_t> ti((size_t)(rows * k));

@@ -89,6 +89,9 @@ KWKER_API int kwker_argsort(int dtype, const void *data, int64_t n, int64_t *out
 /* Sort each of rows rows of length cols (row-major, contiguous) in place. */
 KWKER_API int kwker_sort_rows(int dtype, void *data, int64_t rows, int64_t cols,
                               unsigned flags, int threads);
+/* Sorted copy of each row: dst row i = sorted src row i (dst may equal src). */
+KWKER_API int kwker_sort_rows_copy(int dtype, const void *src, void *dst, int64_t rows,
+                                   int64_t cols, unsigned flags, int threads);
 /* Per-row stable argsort; out holds rows*cols column indices. */
 KWKER_API int kwker_argsort_rows(int dtype, const void *data, int64_t rows, int64_t cols,
                                  int64_t *out, unsigned flags, int threads);

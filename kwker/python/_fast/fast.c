@@ -3,7 +3,7 @@
  * Argument unpacking only: every function takes buffer-protocol objects (NumPy arrays that
  * kwker/_api.py already made C-contiguous and native-endian) plus ints, calls one C API
  * function, and maps a failing status to the exception kwker/_errors.py documents. No NumPy
- * C API: results are created by the Python layer, or by calling a.copy() in sort1d.
+ * C API: results are created by the Python layer, or by numpy.empty_like in sort1d.
  * The GIL is released around calls on GIL_RELEASE_MIN elements or more.
  */
 #define PY_SSIZE_T_CLEAN
@@ -15,7 +15,7 @@
 
 #define GIL_RELEASE_MIN 10000
 
-static PyObject *str_copy; /* interned "copy" */
+static PyObject *empty_like; /* numpy.empty_like */
 
 static const Py_ssize_t ITEMSIZE[KWKER_DTYPE_COUNT] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2, 8};
 
@@ -68,6 +68,17 @@ static int need(Py_ssize_t have, long long want, const char *what) {
 #define IN_FLAGS PyBUF_C_CONTIGUOUS
 #define OUT_FLAGS (PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE)
 
+#define CALL(big, expr)            \
+  do {                             \
+    if (big) {                     \
+      Py_BEGIN_ALLOW_THREADS       \
+      st = (expr);                 \
+      Py_END_ALLOW_THREADS         \
+    } else {                       \
+      st = (expr);                 \
+    }                              \
+  } while (0)
+
 /* ---- the hot path: sorted copy of a 1-D contiguous native array ---- */
 
 /* dtype code of a struct-module format with itemsize, or -1 when kwker does not take it. */
@@ -106,32 +117,29 @@ static int format_code(const char *fmt, Py_ssize_t itemsize) {
 }
 
 /* sort1d(a) -> sorted copy, or None when `a` is not a 1-D C-contiguous array of a native
- * kwker dtype (the Python layer then takes its general path). */
+ * kwker dtype (the Python layer then takes its general path). The result comes from
+ * numpy.empty_like and kwker_sort_copy fills it straight from `a`: no separate copy pass. */
 static PyObject *fast_sort1d(PyObject *self, PyObject *a) {
-  Py_buffer v;
-  if (PyObject_GetBuffer(a, &v, PyBUF_FORMAT | PyBUF_ND) < 0) {
+  Py_buffer v, o;
+  if (PyObject_GetBuffer(a, &v, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
     PyErr_Clear();
     Py_RETURN_NONE;
   }
   int code = v.ndim == 1 ? format_code(v.format, v.itemsize) : -1;
   Py_ssize_t n = v.ndim == 1 ? v.shape[0] : 0;
-  PyBuffer_Release(&v);
-  if (code < 0) Py_RETURN_NONE;
-  PyObject *out = PyObject_CallMethodNoArgs(a, str_copy);
-  if (out == NULL) return NULL;
-  if (n < 2) return out;
-  if (PyObject_GetBuffer(out, &v, OUT_FLAGS) < 0) {
-    Py_DECREF(out);
+  if (code < 0) {
+    PyBuffer_Release(&v);
+    Py_RETURN_NONE;
+  }
+  PyObject *out = PyObject_CallOneArg(empty_like, a);
+  if (out == NULL || PyObject_GetBuffer(out, &o, OUT_FLAGS) < 0) {
+    Py_XDECREF(out);
+    PyBuffer_Release(&v);
     return NULL;
   }
   int st;
-  if (n >= GIL_RELEASE_MIN) {
-    Py_BEGIN_ALLOW_THREADS
-    st = kwker_sort(code, v.buf, (int64_t)n, 0u, 0);
-    Py_END_ALLOW_THREADS
-  } else {
-    st = kwker_sort(code, v.buf, (int64_t)n, 0u, 0);
-  }
+  CALL(n >= GIL_RELEASE_MIN, kwker_sort_copy(code, v.buf, o.buf, (int64_t)n, 0u, 0));
+  PyBuffer_Release(&o);
   PyBuffer_Release(&v);
   if (st != KWKER_OK) {
     Py_DECREF(out);
@@ -142,16 +150,6 @@ static PyObject *fast_sort1d(PyObject *self, PyObject *a) {
 
 /* ---- general calls (arrays prepared by _api.py) ---- */
 
-#define CALL(big, expr)            \
-  do {                             \
-    if (big) {                     \
-      Py_BEGIN_ALLOW_THREADS       \
-      st = (expr);                 \
-      Py_END_ALLOW_THREADS         \
-    } else {                       \
-      st = (expr);                 \
-    }                              \
-  } while (0)
 
 static PyObject *fast_sort(PyObject *self, PyObject *args) {
   int code, threads, st;
@@ -165,6 +163,23 @@ static PyObject *fast_sort(PyObject *self, PyObject *args) {
   return status_result(st);
 fail:
   PyBuffer_Release(&d);
+  return NULL;
+}
+
+static PyObject *fast_sort_copy(PyObject *self, PyObject *args) {
+  int code, threads, st;
+  unsigned flags;
+  Py_buffer d, o;
+  if (!PyArg_ParseTuple(args, "iy*w*Ii", &code, &d, &o, &flags, &threads)) return NULL;
+  Py_ssize_t n = count(code, &d, "src");
+  if (n < 0 || need(count(code, &o, "dst"), n, "dst") < 0) goto fail;
+  CALL(n >= GIL_RELEASE_MIN, kwker_sort_copy(code, d.buf, o.buf, n, flags, threads));
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&o);
+  return status_result(st);
+fail:
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&o);
   return NULL;
 }
 
@@ -189,16 +204,20 @@ static PyObject *fast_sort_rows(PyObject *self, PyObject *args) {
   int code, threads, st;
   long long rows, cols;
   unsigned flags;
-  Py_buffer d;
-  if (!PyArg_ParseTuple(args, "iw*LLIi", &code, &d, &rows, &cols, &flags, &threads))
+  Py_buffer d, o;
+  if (!PyArg_ParseTuple(args, "iy*w*LLIi", &code, &d, &o, &rows, &cols, &flags, &threads))
     return NULL;
-  Py_ssize_t n = count(code, &d, "data");
-  if (n < 0 || need(n, rows * cols, "data") < 0) goto fail;
-  CALL(n >= GIL_RELEASE_MIN, kwker_sort_rows(code, d.buf, rows, cols, flags, threads));
+  Py_ssize_t n = count(code, &d, "src");
+  if (n < 0 || need(n, rows * cols, "src") < 0 || need(count(code, &o, "dst"), n, "dst") < 0)
+    goto fail;
+  CALL(n >= GIL_RELEASE_MIN,
+       kwker_sort_rows_copy(code, d.buf, o.buf, rows, cols, flags, threads));
   PyBuffer_Release(&d);
+  PyBuffer_Release(&o);
   return status_result(st);
 fail:
   PyBuffer_Release(&d);
+  PyBuffer_Release(&o);
   return NULL;
 }
 
@@ -402,8 +421,9 @@ static PyObject *fast_self_check(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"sort1d", fast_sort1d, METH_O, "sort1d(a) -> sorted copy, or None to decline"},
     {"sort", fast_sort, METH_VARARGS, "sort(code, data, flags, threads)"},
+    {"sort_copy", fast_sort_copy, METH_VARARGS, "sort_copy(code, src, dst, flags, threads)"},
     {"argsort", fast_argsort, METH_VARARGS, "argsort(code, data, out, flags, threads)"},
-    {"sort_rows", fast_sort_rows, METH_VARARGS, "sort_rows(code, data, rows, cols, flags, threads)"},
+    {"sort_rows", fast_sort_rows, METH_VARARGS, "sort_rows(code, src, dst, rows, cols, flags, threads)"},
     {"argsort_rows", fast_argsort_rows, METH_VARARGS,
      "argsort_rows(code, data, rows, cols, out, flags, threads)"},
     {"sort_segments", fast_sort_segments, METH_VARARGS,
@@ -436,7 +456,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "kwker._fast",
                                     -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__fast(void) {
-  str_copy = PyUnicode_InternFromString("copy");
-  if (str_copy == NULL) return NULL;
+  PyObject *np = PyImport_ImportModule("numpy");
+  if (np == NULL) return NULL;
+  empty_like = PyObject_GetAttrString(np, "empty_like");
+  Py_DECREF(np);
+  if (empty_like == NULL) return NULL;
   return PyModule_Create(&module);
 }

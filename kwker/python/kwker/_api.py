@@ -24,15 +24,17 @@ def sort(a, axis=None, *, descending=False, nans_first=False, threads=None):
     code, native = _dtypes.resolve(arr.dtype, "sort")
     impl = _backend.impl
     if axis is None:
-        out = arr.astype(native, order="C", copy=True).reshape(-1)
-        if out.size > 1:
-            impl.sort(code, _dtypes.c_view(out, code), fl, th)
+        src = _contiguous_native(arr, native).reshape(-1)
+        out = np.empty(src.shape, native)
+        impl.sort_copy(code, _dtypes.c_view(src, code), _dtypes.c_view(out, code), fl, th)
         return out
     ax = _args.axis(axis, arr.ndim, "sort")
-    work = np.moveaxis(arr, ax, -1).astype(native, order="C", copy=True)
+    src = _contiguous_native(np.moveaxis(arr, ax, -1), native)
+    work = np.empty(src.shape, native)
     cols = work.shape[-1]
-    if work.size and cols > 1:
-        impl.sort_rows(code, _dtypes.c_view(work, code), work.size // cols, cols, fl, th)
+    if work.size:
+        impl.sort_rows(code, _dtypes.c_view(src, code), _dtypes.c_view(work, code),
+                       work.size // cols, cols, fl, th)
     if ax == arr.ndim - 1:
         return work
     return np.ascontiguousarray(np.moveaxis(work, -1, ax))

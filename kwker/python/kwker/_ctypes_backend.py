@@ -4,6 +4,8 @@ Used when KWKER_BACKEND=ctypes or when _fast does not import. Every function tak
 arrays that the caller (_api) already made C-contiguous and native-endian.
 """
 import ctypes
+
+import numpy as np
 from ctypes import POINTER, c_char_p, c_int, c_int64, c_size_t, c_uint, c_void_p
 
 from . import _dtypes
@@ -14,8 +16,10 @@ _SIGNATURES = {
     "kwker_version": (c_char_p, []),
     "kwker_last_error": (c_char_p, []),
     "kwker_sort": (c_int, [c_int, c_void_p, c_int64, c_uint, c_int]),
+    "kwker_sort_copy": (c_int, [c_int, c_void_p, c_void_p, c_int64, c_uint, c_int]),
     "kwker_argsort": (c_int, [c_int, c_void_p, c_int64, c_void_p, c_uint, c_int]),
-    "kwker_sort_rows": (c_int, [c_int, c_void_p, c_int64, c_int64, c_uint, c_int]),
+    "kwker_sort_rows_copy": (c_int, [c_int, c_void_p, c_void_p, c_int64, c_int64, c_uint,
+                                     c_int]),
     "kwker_argsort_rows": (c_int, [c_int, c_void_p, c_int64, c_int64, c_void_p, c_uint, c_int]),
     "kwker_sort_segments": (c_int, [c_int, c_void_p, c_int64, c_void_p, c_int64, c_uint, c_int]),
     "kwker_argsort_segments": (c_int, [c_int, c_void_p, c_int64, c_void_p, c_int64, c_void_p,
@@ -92,11 +96,15 @@ class CtypesBackend:
         code = self._codes.get(a.dtype)
         if code is None or a.ndim != 1 or not a.flags.c_contiguous:
             return None
-        r = a.copy()
-        st = self._sort(code, _ptr(r), r.shape[0], 0, 0)
+        r = np.empty_like(a)
+        st = self.lib.kwker_sort_copy(code, _ptr(a), _ptr(r), r.shape[0], 0, 0)
         if st:
             self._raise(st)
         return r
+
+    def sort_copy(self, code, src, dst, flags, threads):
+        self._check(self.lib.kwker_sort_copy(code, _ptr(src), _ptr(dst), src.size, flags,
+                                             threads))
 
     def sort(self, code, arr, flags, threads):
         self._check(self._sort(code, _ptr(arr), arr.size, flags, threads))
@@ -105,8 +113,9 @@ class CtypesBackend:
         self._check(self.lib.kwker_argsort(code, _ptr(arr), arr.size, _ptr(out),
                                            flags, threads))
 
-    def sort_rows(self, code, arr, rows, cols, flags, threads):
-        self._check(self.lib.kwker_sort_rows(code, _ptr(arr), rows, cols, flags, threads))
+    def sort_rows(self, code, src, dst, rows, cols, flags, threads):
+        self._check(self.lib.kwker_sort_rows_copy(code, _ptr(src), _ptr(dst), rows, cols,
+                                                  flags, threads))
 
     def argsort_rows(self, code, arr, rows, cols, out, flags, threads):
         self._check(self.lib.kwker_argsort_rows(code, _ptr(arr), rows, cols,

@@ -144,6 +144,11 @@ void test_rows_topk(int dtype, int threads) {
           check(rc == KWKER_OK && got.intact() &&
                     ref::values_equal(dtype, got.data(), want_vals.data(), rows * cols),
                 "sort_rows");
+          Guarded copy(data.size());
+          rc = kwker_sort_rows_copy(dtype, data.data(), copy.data(), rows, cols, flags, threads);
+          check(rc == KWKER_OK && copy.intact() &&
+                    ref::values_equal(dtype, copy.data(), want_vals.data(), rows * cols),
+                "sort_rows_copy");
           Guarded gi((size_t)(rows * cols * 8));
           rc = kwker_argsort_rows(dtype, data.data(), rows, cols,
                                   reinterpret_cast<int64_t *>(gi.data()), flags, threads);

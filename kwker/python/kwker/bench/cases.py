@@ -1,0 +1,341 @@
+"""The benchmark rows: what kwker runs, what it is compared with, and the target ratio.
+
+A `Case` builds its inputs once (`setup`, outside any timed region) and returns callables
+that each return a new array as users see it. One case may have several competitors; they are
+timed in the same interleaved rounds as the kwker call, and each gives one row named
+"<case id> vs <competitor key>".
+
+Ratios are competitor time / kwker time, so > 1 means kwker is faster.
+"""
+import contextlib
+import dataclasses
+import zlib
+from typing import Callable, Optional
+
+import numpy as np
+
+import kwker
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    preset: str            # "full" | "quick" | "smoke"
+    n: int                 # large 1-D inputs
+    small: int             # the per-call overhead rows
+    rows: int              # matrix rows
+    cols: int              # matrix columns
+    segments: int          # ragged segments in n values
+    repeats: int           # default interleaved repeats
+    slow_repeats: int      # repeats for rows whose competitor takes ~1 s per call
+    min_time: float        # seconds one timed sample must last (looped when shorter)
+    small_min_time: float  # the same for the small-array rows
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+
+PRESETS = {
+    "full": Sizes("full", n=10_000_000, small=1_000, rows=10_000, cols=1_000, segments=10_000,
+                  repeats=9, slow_repeats=5, min_time=0.02, small_min_time=0.1),
+    "quick": Sizes("quick", n=1_000_000, small=1_000, rows=1_000, cols=1_000, segments=1_000,
+                   repeats=5, slow_repeats=5, min_time=0.01, small_min_time=0.03),
+    # Tiny inputs for the test-suite: checks the machinery, measures nothing useful.
+    "smoke": Sizes("smoke", n=20_000, small=200, rows=20, cols=100, segments=20,
+                   repeats=5, slow_repeats=5, min_time=0.0, small_min_time=0.0),
+}
+
+
+@dataclasses.dataclass
+class Competitor:
+    key: str                       # short id, part of the row name
+    desc: str                      # the exact call that is timed
+    target: Optional[float]        # minimum ratio competitor/kwker, None: informational
+    requires: Optional[str] = None  # optional module ("torch", "polars")
+
+
+@dataclasses.dataclass
+class Setup:
+    kwker: Callable
+    competitors: dict              # key -> callable
+    ctx: object = None             # context manager held while the case is timed
+
+
+@dataclasses.dataclass
+class Case:
+    id: str
+    section: str
+    dtype: str
+    kwker_desc: str
+    competitors: list
+    setup: Callable                # (sizes, mods) -> Setup
+    n: Callable = lambda s: s.n    # elements per call, for the report
+    shape: Callable = None         # optional: shape string for the report
+    slow: bool = False             # competitor takes ~1 s per call at full size
+    small: bool = False            # per-call overhead row: many calls per sample
+    avx2: bool = False             # has an np.sort competitor worth an AVX2-only column
+    note: str = ""
+
+    def row_name(self, comp_key, prefix=""):
+        return f"{prefix}{self.id} vs {comp_key}"
+
+
+SECTIONS = {
+    "1": "1. Value sort, 32-bit keys (uniform random)",
+    "2": "2. Value sort, 64-bit keys (uniform random, 2 threads)",
+    "3": "3. Stable argsort (uniform random)",
+    "4": "4. Rows and ragged segments (float32)",
+    "5": "5. Special inputs",
+    "6": "6. Small arrays (per call, many calls per sample)",
+    "7": "7. Informational rows (no target)",
+    "8": "8. AVX2-only baseline: np.sort with AVX-512 dispatch disabled vs kwker's avx2 engine",
+}
+
+
+# ---------------------------------------------------------------- data
+
+def rng_for(case_id):
+    """The same inputs for the same case in every process (the AVX2 child rebuilds them)."""
+    return np.random.default_rng(zlib.crc32(case_id.encode()))
+
+
+def uniform(rng, dtype, n):
+    """Floats uniform in [0, 1); integers uniform over the whole range of the type."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return rng.random(n, dtype=dt)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max, size=n, dtype=dt, endpoint=True)
+
+
+# ---------------------------------------------------------------- 1, 2: value sort
+
+def _sort_case(dtype, threads, section, target, avx2=True):
+    cid = f"sort/{dtype}/t{threads}"
+
+    def setup(sizes, mods):
+        a = uniform(rng_for(cid), dtype, sizes.n)
+        return Setup(kwker=lambda: kwker.sort(a, threads=threads),
+                     competitors={"np.sort": lambda: np.sort(a)})
+    return Case(cid, section, dtype, f"kwker.sort(a, threads={threads})",
+                [Competitor("np.sort", "np.sort(a)", target)], setup, avx2=avx2)
+
+
+# ---------------------------------------------------------------- 3: argsort
+
+def _argsort_case(dtype, np_target, pl_target):
+    cid = f"argsort/{dtype}"
+
+    def setup(sizes, mods):
+        a = uniform(rng_for(cid), dtype, sizes.n)
+        comps = {"np.argsort(stable)": lambda: np.argsort(a, kind="stable")}
+        pl = mods.get("polars")
+        if pl is not None:
+            s = pl.Series("a", a)          # built once, outside the timed region
+            comps["polars.arg_sort"] = lambda: s.arg_sort()
+        return Setup(kwker=lambda: kwker.argsort(a), competitors=comps)
+    return Case(cid, "3", dtype, "kwker.argsort(a) (stable, default threads)",
+                [Competitor("np.argsort(stable)", 'np.argsort(a, kind="stable")', np_target),
+                 Competitor("polars.arg_sort", "s.arg_sort() on a prebuilt pl.Series (stable)",
+                            pl_target, requires="polars")],
+                setup, slow=True)
+
+
+# ---------------------------------------------------------------- 4: rows and segments
+
+def _matrix_sort_case():
+    cid = "sort/float32/axis1"
+
+    def setup(sizes, mods):
+        m = uniform(rng_for(cid), "float32", sizes.rows * sizes.cols).reshape(sizes.rows,
+                                                                              sizes.cols)
+        return Setup(kwker=lambda: kwker.sort(m, axis=1),
+                     competitors={"np.sort(axis=1)": lambda: np.sort(m, axis=1)})
+    return Case(cid, "4", "float32", "kwker.sort(m, axis=1)",
+                [Competitor("np.sort(axis=1)", "np.sort(m, axis=1)", 1.5)], setup,
+                n=lambda s: s.rows * s.cols, shape=lambda s: f"{s.rows}x{s.cols}", avx2=True)
+
+
+def _matrix_argsort_case():
+    cid = "argsort/float32/axis1"
+
+    def setup(sizes, mods):
+        m = uniform(rng_for(cid), "float32", sizes.rows * sizes.cols).reshape(sizes.rows,
+                                                                              sizes.cols)
+        return Setup(kwker=lambda: kwker.argsort(m, axis=1),
+                     competitors={"np.argsort(axis=1,stable)":
+                                  lambda: np.argsort(m, axis=1, kind="stable")})
+    return Case(cid, "4", "float32", "kwker.argsort(m, axis=1) (stable)",
+                [Competitor("np.argsort(axis=1,stable)", 'np.argsort(m, axis=1, kind="stable")',
+                            3.0)],
+                setup, n=lambda s: s.rows * s.cols, shape=lambda s: f"{s.rows}x{s.cols}")
+
+
+def ragged_offsets(rng, n, segments):
+    """segments+1 offsets from 0 to n at random cut points: ragged segment lengths."""
+    cuts = np.sort(rng.choice(n - 1, size=segments - 1, replace=False) + 1)
+    return np.concatenate(([0], cuts, [n])).astype(np.int64)
+
+
+def _segments_case():
+    cid = "sort_segments/float32"
+
+    def setup(sizes, mods):
+        rng = rng_for(cid)
+        v = uniform(rng, "float32", sizes.n)
+        offsets = ragged_offsets(rng, sizes.n, sizes.segments)
+        bounds = list(zip(offsets[:-1].tolist(), offsets[1:].tolist()))
+        out = np.empty_like(v)             # preallocated once, outside the timed region
+
+        def loop():
+            for s, e in bounds:
+                out[s:e] = np.sort(v[s:e])
+            return out
+        return Setup(kwker=lambda: kwker.sort_segments(v, offsets),
+                     competitors={"np.sort loop": loop})
+    return Case(cid, "4", "float32", "kwker.sort_segments(v, offsets)",
+                [Competitor("np.sort loop",
+                            "for s, e in bounds: out[s:e] = np.sort(v[s:e]) (out preallocated)",
+                            2.0)],
+                setup, shape=lambda s: f"{s.segments} ragged segments", avx2=True)
+
+
+# ---------------------------------------------------------------- 5: special inputs
+
+def _presorted_case(kind):
+    cid = f"sort/int32/{kind}"
+
+    def setup(sizes, mods):
+        a = np.sort(uniform(rng_for(cid), "int32", sizes.n))
+        if kind == "reversed":
+            a = a[::-1].copy()
+        return Setup(kwker=lambda: kwker.sort(a), competitors={"np.sort": lambda: np.sort(a)})
+    return Case(cid, "5", "int32", f"kwker.sort(a), a {kind}",
+                [Competitor("np.sort", "np.sort(a)", 5.0)], setup, avx2=True)
+
+
+def _nan_case():
+    cid = "sort/float32/nan10"
+
+    def setup(sizes, mods):
+        rng = rng_for(cid)
+        clean = uniform(rng, "float32", sizes.n)
+        nan = clean.copy()
+        nan[rng.random(sizes.n) < 0.10] = np.nan
+        return Setup(kwker=lambda: kwker.sort(nan),
+                     competitors={"kwker no-NaN": lambda: kwker.sort(clean),
+                                  "np.sort": lambda: np.sort(nan)})
+    return Case(cid, "5", "float32", "kwker.sort(a), a with 10% NaN",
+                [Competitor("kwker no-NaN", "kwker.sort(b), b = the same data without NaN "
+                            "(ratio = time no-NaN / time NaN)", 0.95),
+                 Competitor("np.sort", "np.sort(a), a with 10% NaN", None)],
+                setup)
+
+
+# ---------------------------------------------------------------- 6: small arrays
+
+def _small_case(dtype):
+    cid = f"sort/{dtype}/small"
+
+    def setup(sizes, mods):
+        a = uniform(rng_for(cid), dtype, sizes.small)
+        return Setup(kwker=lambda: kwker.sort(a), competitors={"np.sort": lambda: np.sort(a)})
+    return Case(cid, "6", dtype, "kwker.sort(a)",
+                [Competitor("np.sort", "np.sort(a)", 0.83)], setup,
+                n=lambda s: s.small, small=True, avx2=True)
+
+
+# ---------------------------------------------------------------- 7: informational
+
+@contextlib.contextmanager
+def _torch_threads(torch, n):
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _torch_case(dtype):
+    cid = f"argsort+take/{dtype}"
+
+    def setup(sizes, mods):
+        torch = mods["torch"]
+        a = uniform(rng_for(cid), dtype, sizes.n)
+        t = torch.from_numpy(a)            # zero-copy view, built outside the timed region
+
+        def kw():
+            idx = kwker.argsort(a)
+            return np.take(a, idx), idx
+        return Setup(kwker=kw, competitors={"torch.sort": lambda: torch.sort(t)},
+                     ctx=_torch_threads(torch, 2))
+    return Case(cid, "7", dtype, "idx = kwker.argsort(a); (np.take(a, idx), idx) (stable)",
+                [Competitor("torch.sort", "torch.sort(t) -> (values, int64 indices), "
+                            "torch.set_num_threads(2), stable=False", None, requires="torch")],
+                setup, slow=(dtype == "float32"))
+
+
+def _polars_sort_case(dtype):
+    cid = f"sort/{dtype}/polars"
+
+    def setup(sizes, mods):
+        pl = mods["polars"]
+        a = uniform(rng_for(cid), dtype, sizes.n)
+        s = pl.Series("a", a)
+        return Setup(kwker=lambda: kwker.sort(a), competitors={"polars.sort": lambda: s.sort()})
+    return Case(cid, "7", dtype, "kwker.sort(a)",
+                [Competitor("polars.sort", "s.sort() on a prebuilt pl.Series "
+                            "(multithreaded, Polars pool)", None, requires="polars")],
+                setup)
+
+
+def _engine_case(engine):
+    cid = f"sort/float32/t1/engine={engine}"
+
+    def setup(sizes, mods):
+        a = uniform(rng_for("sort/float32/t1/engine"), "float32", sizes.n)
+        return Setup(kwker=lambda: kwker.sort(a, threads=1),
+                     competitors={"np.sort": lambda: np.sort(a)},
+                     ctx=kwker.config(isa=engine))
+    return Case(cid, "7", "float32", f"kwker.sort(a, threads=1) with kwker.config(isa={engine!r})",
+                [Competitor("np.sort", "np.sort(a)", None)], setup,
+                slow=(engine == "portable"))
+
+
+# ---------------------------------------------------------------- the list
+
+def all_cases():
+    cases = [
+        _sort_case("float32", 2, "1", 1.5),
+        _sort_case("int32", 2, "1", 1.5),
+        _sort_case("float32", 1, "1", 1.0),
+        _sort_case("int32", 1, "1", 1.0),
+        _sort_case("float64", 2, "2", 1.4),
+        _sort_case("int64", 2, "2", 1.4),
+        _sort_case("uint64", 2, "2", 1.4),
+        _argsort_case("float32", 8.0, 1.5),
+        _argsort_case("int32", 8.0, 1.5),
+        _argsort_case("float64", 4.0, 1.5),
+        _argsort_case("int64", 4.0, 1.5),
+        _matrix_sort_case(),
+        _matrix_argsort_case(),
+        _segments_case(),
+        _presorted_case("sorted"),
+        _presorted_case("reversed"),
+        _nan_case(),
+        _small_case("float32"),
+        _small_case("int64"),
+        _torch_case("float32"),
+        _torch_case("int32"),
+        _polars_sort_case("float32"),
+        _polars_sort_case("int32"),
+    ]
+    cases += [_engine_case(e) for e in kwker.available_isas()]
+    return cases
+
+
+def case_by_id(case_id):
+    for case in all_cases():
+        if case.id == case_id:
+            return case
+    raise KeyError(case_id)

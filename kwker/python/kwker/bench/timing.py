@@ -1,0 +1,100 @@
+"""Interleaved timing: kwker and its competitors alternate within every repeat.
+
+A *timer* is anything with two methods:
+
+    warm()          one untimed-for-results call (warm-up); returns its duration in seconds
+    time(number)    `number` back-to-back calls with gc disabled; returns seconds per call
+
+`LocalTimer` wraps a Python callable; the AVX2-only baseline uses a timer that forwards to a
+child process (see `avx2.py`). Every sample runs `gc.collect()` first and keeps the garbage
+collector off while the clock runs. The runner calls `gc.freeze()` once after its imports, so
+that these collections only scan what the benchmark itself creates: with torch imported a full
+`gc.collect()` takes ~90 ms.
+"""
+import gc
+import math
+import statistics
+import time
+
+perf_counter = time.perf_counter
+
+
+class LocalTimer:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def warm(self):
+        fn = self.fn
+        gc.collect()
+        t0 = perf_counter()
+        fn()
+        return perf_counter() - t0
+
+    def time(self, number):
+        fn = self.fn
+        gc.collect()
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            if number == 1:
+                t0 = perf_counter()
+                fn()
+                t1 = perf_counter()
+            else:
+                rng = range(number)
+                t0 = perf_counter()
+                for _ in rng:
+                    fn()
+                t1 = perf_counter()
+        finally:
+            if enabled:
+                gc.enable()
+        return (t1 - t0) / number
+
+
+def loops_for(seconds_per_call, min_time, cap=1_000_000):
+    """How many calls one sample needs so that it lasts at least `min_time` seconds."""
+    if min_time <= 0 or seconds_per_call >= min_time:
+        return 1
+    return max(1, min(cap, math.ceil(min_time / max(seconds_per_call, 1e-9))))
+
+
+def interleaved(kwker_timer, competitor_timers, repeats, min_time):
+    """Warm up every timer once, then run `repeats` rounds of k, c1, c2, ..., k, c1, c2, ...
+
+    Returns {"kwker": [s, ...], "<competitor key>": [s, ...], "loops": {key: number}}:
+    seconds per call for every repeat. The loop count of each timer is fixed from its
+    warm-up call (the warm-up result itself is discarded).
+    """
+    timers = [("kwker", kwker_timer)] + list(competitor_timers.items())
+    try:
+        loops = {}
+        for key, timer in timers:
+            loops[key] = loops_for(timer.warm(), min_time)
+        # A second, short calibration for fast calls: the first call also pays one-off
+        # costs (page faults of fresh buffers, lazy imports) and would pick too few loops.
+        for key, timer in timers:
+            if loops[key] > 1:
+                loops[key] = loops_for(timer.time(loops[key]), min_time)
+        times = {key: [] for key, _ in timers}
+        for _ in range(repeats):
+            gc.collect()
+            for key, timer in timers:
+                times[key].append(timer.time(loops[key]))
+    finally:
+        gc.collect()
+    times["loops"] = loops
+    return times
+
+
+def summarize(kwker_times, competitor_times):
+    """Per-repeat ratios competitor/kwker (>1: kwker faster) and their median and spread."""
+    ratios = [c / k if k > 0 else math.inf for k, c in zip(kwker_times, competitor_times)]
+    return {
+        "kwker_s": statistics.median(kwker_times),
+        "competitor_s": statistics.median(competitor_times),
+        "ratio_median": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
+        "ratios": ratios,
+    }

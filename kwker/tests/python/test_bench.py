@@ -1,0 +1,135 @@
+"""The benchmark machinery (kwker.bench) on tiny inputs, so that it cannot rot.
+
+Nothing here asserts speed: only the structure of the JSON / Markdown output, the interleaving,
+the row selection and the handling of missing optional modules.
+"""
+import json
+
+import pytest
+
+from kwker import __main__ as cli
+from kwker import bench
+from kwker.bench import cases, runner, timing
+
+ROW_KEYS = {"name", "n", "dtype", "kwker_s", "competitor", "competitor_s", "ratio_median",
+            "ratio_min", "ratio_max", "target", "passed"}
+
+
+def run_json(capsys, *args):
+    assert bench.main(["--smoke", "--json", "--quiet", *args]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def check_row(row):
+    assert ROW_KEYS <= set(row)
+    assert row["n"] > 0 and row["dtype"]
+    assert row["kwker_s"] > 0 and row["competitor_s"] > 0
+    assert row["ratio_min"] <= row["ratio_median"] <= row["ratio_max"]
+    assert row["repeats"] >= 5 and len(row["ratios"]) == row["repeats"]
+    if row["target"] is None:
+        assert row["passed"] is None
+    else:
+        assert row["passed"] == (row["ratio_median"] >= row["target"])
+
+
+def test_smoke_json_structure(capsys):
+    res = run_json(capsys, "--no-avx2-baseline")
+    assert res["schema"] == "kwker.bench" and res["schema_version"] == 1
+    env = res["environment"]
+    for key in ("kwker_version", "engine", "threads_budget", "numpy", "torch", "polars",
+                "cpu_brand"):
+        assert key in env
+    assert env["preset"] == "smoke" and env["reduced_sizes"] is True
+    assert env["avx2_baseline"] == {"skipped": "--no-avx2-baseline"}
+    assert not [s for s in res["skipped"] if s["error"]], res["skipped"]
+    names = [r["name"] for r in res["rows"]] + [s["name"] for s in res["skipped"]]
+    assert len(names) == len(set(names))
+    expected = {case.row_name(c.key) for case in cases.all_cases() for c in case.competitors}
+    assert set(names) == expected
+    for row in res["rows"]:
+        check_row(row)
+        assert row["baseline"] == "native"
+    targets = [r for r in res["rows"] if r["target"] is not None]
+    assert res["summary"]["targets_total"] == len(targets)
+    assert res["summary"]["targets_met"] == sum(r["passed"] for r in targets)
+    # every section of the issue is present
+    assert {r["section"] for r in res["rows"]} >= {"1", "2", "3", "4", "5", "6"}
+
+
+def test_avx2_baseline_rows(capsys):
+    res = run_json(capsys, "--only", "sort/int32/t1 ")
+    native = [r for r in res["rows"] if r["baseline"] == "native"]
+    assert [r["name"] for r in native] == ["sort/int32/t1 vs np.sort"]
+    info = res["environment"]["avx2_baseline"]
+    avx2_rows = [r for r in res["rows"] if r["baseline"] == "avx2-only"]
+    if "error" in info:            # e.g. a CPU without AVX2: skipped with the reason
+        assert res["skipped"] and all(s["reason"] for s in res["skipped"])
+        return
+    assert info["X86_V4"] is False and info["AVX512_SKX"] is False
+    assert info["NPY_DISABLE_CPU_FEATURES"]
+    assert [r["name"] for r in avx2_rows] == ["avx2/sort/int32/t1 vs np.sort[AVX2-only]"]
+    check_row(avx2_rows[0])
+    assert "isa='avx2'" in avx2_rows[0]["kwker"]
+    assert res["summary"]["avx2_targets_total"] == 1
+
+
+def test_missing_optional_modules_are_skipped(capsys, monkeypatch):
+    monkeypatch.setattr(runner, "optional_import",
+                        lambda name: (None, f"{name} is not importable (simulated)"))
+    assert bench.main(["--smoke", "--quiet", "--only", "polars", "--only", "torch"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped `argsort/float32 vs polars.arg_sort`: polars is not importable" in out
+    assert "skipped `argsort+take/float32 vs torch.sort`: torch is not importable" in out
+    assert "targets: 0 of 0 met" in out
+
+
+def test_markdown_output_and_cli(capsys):
+    assert cli.main(["bench", "--smoke", "--quiet", "--no-avx2-baseline",
+                     "--only", "sort/float32/small", "--only", "sort_segments"]) == 0
+    out = capsys.readouterr().out
+    assert "**Machine:**" in out and "thread budget" in out and "REDUCED" in out
+    assert "| `sort/float32/small vs np.sort` |" in out
+    assert "| `sort_segments/float32 vs np.sort loop` |" in out
+    assert "targets: " in out and " met" in out
+
+
+def test_list_and_bad_options(capsys):
+    assert bench.main(["--list", "--only", "argsort/"]) == 0
+    names = capsys.readouterr().out.split("\n")
+    assert "argsort/float32 vs np.argsort(stable)" in names
+    assert all("argsort/" in n for n in names if n)
+    assert bench.main(["--repeats", "0"]) == 2
+    assert bench.main(["--no-such-option"]) == 2
+    capsys.readouterr()
+
+
+class FakeTimer:
+    def __init__(self, key, log, seconds):
+        self.key, self.log, self.seconds = key, log, seconds
+
+    def warm(self):
+        self.log.append(("warm", self.key))
+        return self.seconds
+
+    def time(self, number):
+        self.log.append((self.key, number))
+        return self.seconds
+
+
+def test_interleaving_order_and_ratios():
+    log = []
+    times = timing.interleaved(FakeTimer("kwker", log, 0.5),
+                               {"a": FakeTimer("a", log, 1.0), "b": FakeTimer("b", log, 0.25)},
+                               repeats=5, min_time=0.0)
+    timed = [k for k, _ in log if k != "warm"]
+    assert timed == ["kwker", "a", "b"] * 5
+    assert [k for w, k in log if w == "warm"] == ["kwker", "a", "b"]
+    s = timing.summarize(times["kwker"], times["a"])
+    assert s["ratio_median"] == pytest.approx(2.0) and s["ratio_min"] == s["ratio_max"]
+    assert timing.summarize(times["kwker"], times["b"])["ratio_median"] == pytest.approx(0.5)
+
+
+def test_loops_for():
+    assert timing.loops_for(1.0, 0.02) == 1
+    assert timing.loops_for(1e-6, 0.02) == 20000
+    assert timing.loops_for(1e-6, 0.0) == 1
