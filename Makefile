@@ -23,7 +23,7 @@ setup: $(VENV)/bin/python
 demo: setup
 	$(PY) -m kwker doctor
 	$(PY) -m kwker bench --quick
-	@if [ -f compileiq/Makefile.demo ]; then $(MAKE) -f compileiq/Makefile.demo PY=$(PY); fi
+	@if [ -f compileiq/src/compileiq/__main__.py ]; then $(PY) -m compileiq demo; fi
 
 test: setup test-native test-python test-wheel
 

@@ -28,39 +28,66 @@ inline bool want_parallel(const CallCtx &ctx, size_t n) {
   return on(ctx, KWKER_ALGO_PARALLEL) && ctx.threads > 1 && n >= kParallelMin;
 }
 
-// Sequential sort of keys: the SIMD quicksort for 16/32/64-bit keys.
-inline void seq_sort_keys(int8_t *k, size_t n) { intro_sort(k, n, LessNatural()); }
-inline void seq_sort_keys(int16_t *k, size_t n) { sort_keys(k, n); }
-inline void seq_sort_keys(int32_t *k, size_t n) { sort_keys(k, n); }
-inline void seq_sort_keys(int64_t *k, size_t n) { sort_keys(k, n); }
+// Sequential sort of keys: the SIMD quicksort for 16/32/64-bit keys. fin(ptr, len) runs once
+// on every finished range, while it is still in cache (decoding, unpacking).
+template <class Fin> void seq_sort_keys(int8_t *k, size_t n, const Fin &fin) {
+  intro_sort(k, n, LessNatural());
+  fin(k, n);
+}
+template <class K, class Fin> void seq_sort_keys(K *k, size_t n, const Fin &fin) {
+  sort_keys(k, n, fin);
+}
+template <class K> void seq_sort_keys(K *k, size_t n) { seq_sort_keys(k, n, vq::NoFinalize()); }
 
 struct KeySorter {
   template <class K> void operator()(K *k, size_t n) const { seq_sort_keys(k, n); }
 };
 
-// 1: keys non-decreasing; -1: strictly decreasing; 0: neither. One read pass at most, and
-// random input is rejected within a few elements.
+// Decodes finished keys in place into values.
+template <class Codec> struct DecodeInPlace {
+  Codec c;
+  void operator()(typename Codec::K *p, size_t len) const {
+    auto *t = reinterpret_cast<typename Codec::T *>(p);
+    for (size_t j = 0; j < len; ++j) t[j] = c.dec(p[j]);
+  }
+};
+
+// Packed argsort keys (key << 32 | index) -> the index.
+struct UnpackIndex {
+  void operator()(int64_t *p, size_t len) const {
+    for (size_t j = 0; j < len; ++j) p[j] &= int64_t(0xFFFFFFFF);
+  }
+};
+
+// Presorted detection. Returns 1 when the keys are non-decreasing, -1 when non-increasing,
+// 0 otherwise. A cheap early check rejects random input within a few elements; the full check
+// runs in blocks whose comparisons vectorise (no early exit inside a block). With copy_to,
+// ascending blocks are copied there as they pass, while still in cache (on 0 its content is
+// unspecified).
 template <class Codec>
-int presorted(const Codec c, const typename Codec::T *src, size_t n) {
-  if (n < 2) return 1;
-  using K = typename Codec::K;
-  K prev = c.enc(src[0]);
-  size_t i = 1;
-  K first_next = c.enc(src[1]);
-  if (first_next >= prev) {
-    for (; i < n; ++i) {
-      K k = c.enc(src[i]);
-      if (k < prev) return 0;
-      prev = k;
-    }
+int presorted(const Codec c, const typename Codec::T *src, size_t n,
+              typename Codec::T *copy_to = nullptr) {
+  if (n < 2) {
+    if (n == 1 && copy_to) copy_to[0] = src[0];
     return 1;
   }
-  for (; i < n; ++i) {
-    K k = c.enc(src[i]);
-    if (k >= prev) return 0;
-    prev = k;
+  const bool asc = c.enc(src[0]) <= c.enc(src[n - 1]);
+  const size_t probe = n < 17 ? n : 17;
+  for (size_t i = 1; i < probe; ++i)
+    if (asc ? c.enc(src[i - 1]) > c.enc(src[i]) : c.enc(src[i - 1]) < c.enc(src[i])) return 0;
+  constexpr size_t kBlock = 4096;
+  for (size_t b = 1; b < n; b += kBlock) {
+    size_t e = b + kBlock < n ? b + kBlock : n;
+    bool ok = true;
+    if (asc)
+      for (size_t i = b; i < e; ++i) ok &= c.enc(src[i - 1]) <= c.enc(src[i]);
+    else
+      for (size_t i = b; i < e; ++i) ok &= c.enc(src[i - 1]) >= c.enc(src[i]);
+    if (!ok) return 0;
+    if (asc && copy_to && copy_to != src)
+      memcpy(copy_to + b - 1, src + b - 1, (e - b + 1) * sizeof(src[0]));
   }
-  return -1;
+  return asc ? 1 : -1;
 }
 
 template <class Codec>
@@ -75,12 +102,9 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
       if (counting_sort(src, dst, n, c)) return;
   }
   if (on(ctx, KWKER_ALGO_PRESORTED)) {
-    int s = presorted(c, src, n);
-    if (s == 1) {
-      if (dst != src) memcpy(dst, src, n * sizeof(T));
-      return;
-    }
-    if (s == -1) {  // strictly decreasing keys: the reversal is the sorted order
+    int s = presorted(c, src, n, dst);
+    if (s == 1) return;  // already copied block by block
+    if (s == -1) {  // non-increasing keys: the reversal is sorted (equal keys are equal values)
       for (size_t i = 0, j = n - 1; i < j; ++i, --j) {
         T a = src[i], b = src[j];
         dst[i] = b;
@@ -93,31 +117,35 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   if (want_parallel(ctx, n)) {
     auto get = [&](size_t i) { return c.enc(src[i]); };
     if (dst != src) {
-      auto post = [&](K *p, size_t, size_t len) {
-        if (!c.identity())
-          for (size_t j = 0; j < len; ++j) reinterpret_cast<T *>(p)[j] = c.dec(p[j]);
+      auto bucket = [&](K *p, size_t, size_t len) {
+        if (c.identity()) seq_sort_keys(p, len);
+        else seq_sort_keys(p, len, DecodeInPlace<Codec>{c});
       };
-      sample_partition_sort<K>(ctx, n, get, reinterpret_cast<K *>(dst), KeySorter(), post);
+      sample_partition_sort<K>(ctx, n, get, reinterpret_cast<K *>(dst), KeySorter(), bucket);
       return;
     }
     Scratch<K> tmp(n);
     if (tmp) {
-      auto post = [&](K *p, size_t start, size_t len) {
-        for (size_t j = 0; j < len; ++j) dst[start + j] = c.dec(p[j]);
+      // Sort in scratch; each finished range is decoded straight to its place in dst.
+      auto bucket = [&](K *p, size_t, size_t len) {
+        const K *base = tmp.ptr;
+        seq_sort_keys(p, len, [&](K *q, size_t m) {
+          T *d = dst + (q - base);
+          for (size_t j = 0; j < m; ++j) d[j] = c.dec(q[j]);
+        });
       };
-      sample_partition_sort<K>(ctx, n, get, tmp.ptr, KeySorter(), post);
+      sample_partition_sort<K>(ctx, n, get, tmp.ptr, KeySorter(), bucket);
       return;
     }
   }
   K *k = reinterpret_cast<K *>(dst);
   if (c.identity()) {
     if (dst != src) memcpy(dst, src, n * sizeof(T));
-  } else {
-    for (size_t i = 0; i < n; ++i) k[i] = c.enc(src[i]);
+    seq_sort_keys(k, n);
+    return;
   }
-  seq_sort_keys(k, n);
-  if (!c.identity())
-    for (size_t i = 0; i < n; ++i) dst[i] = c.dec(k[i]);
+  for (size_t i = 0; i < n; ++i) k[i] = c.enc(src[i]);
+  seq_sort_keys(k, n, DecodeInPlace<Codec>{c});
 }
 
 // Every NaN maps to one key, so the sorts above write a canonical NaN. These two helpers put
@@ -142,20 +170,49 @@ template <class Codec> size_t gather_nans(const Codec c, typename Codec::T *a, s
   return count;
 }
 
-// Out of place: the sorted dst has a canonical NaN block; copy the real ones from src.
+// Out of place: the sorted dst has a canonical NaN block; copy the real ones from src. When
+// every NaN of src already has the canonical bits (np.nan does) there is nothing to copy, so
+// the common case costs one vectorised read pass, split over the threads.
 template <class Codec>
-void restore_nans(const Codec c, const typename Codec::T *src, typename Codec::T *dst, size_t n) {
-  if (n == 0) return;
-  size_t j = 0, k = 0;
-  if (c.nans_first()) {
-    while (k < n && c.is_nan(dst[k])) ++k;
-  } else {
-    while (k < n && c.is_nan(dst[n - 1 - k])) ++k;
-    j = n - k;
+void restore_nans(CallCtx &ctx, const Codec c, const typename Codec::T *src,
+                  typename Codec::T *dst, size_t n) {
+  using T = typename Codec::T;
+  if (n == 0 || !c.is_nan(c.nans_first() ? dst[0] : dst[n - 1])) return;  // no NaN at all
+  const int T_ = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  size_t nans[kMaxBuckets] = {}, odd[kMaxBuckets] = {};
+  auto count = [&](int t) {
+    size_t lo = chunk_begin(n, T_, t), hi = chunk_begin(n, T_, t + 1), m = 0, o = 0;
+    for (size_t i = lo; i < hi; ++i) {
+      T x = src[i];
+      bool nan = c.is_nan(x);
+      m += nan;
+      o += nan & (x != c.quiet_nan);
+    }
+    nans[t] = m;
+    odd[t] = o;
+  };
+  parallel_tasks(ctx, T_, count);
+  size_t any_odd = 0, k = 0, start[kMaxBuckets];
+  for (int t = 0; t < T_; ++t) {
+    any_odd += odd[t];
+    k += nans[t];
   }
-  if (k == 0) return;
-  for (size_t i = 0; i < n; ++i)
-    if (c.is_nan(src[i])) dst[j++] = src[i];
+  if (any_odd == 0) return;
+  size_t pos = c.nans_first() ? 0 : n - k;  // the NaN block
+  for (int t = 0; t < T_; pos += nans[t], ++t) start[t] = pos;
+  // Branch-free (NaNs may be frequent and random): every value is stored at the next NaN slot,
+  // which advances only past a NaN; a chunk stops once its last slot is filled.
+  auto fill = [&](int t) {
+    size_t lo = chunk_begin(n, T_, t), hi = chunk_begin(n, T_, t + 1);
+    size_t j = start[t];
+    const size_t end = j + nans[t];
+    for (size_t i = lo; i < hi && j < end; ++i) {
+      T x = src[i];
+      dst[j] = x;
+      j += c.is_nan(x);
+    }
+  };
+  parallel_tasks(ctx, T_, fill);
 }
 
 template <class Codec>
@@ -171,7 +228,7 @@ void sort_copy_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src,
       }
     } else {
       sort_values(ctx, c, src, dst, n);
-      restore_nans(c, src, dst, n);
+      restore_nans(ctx, c, src, dst, n);
       return;
     }
   }
@@ -190,8 +247,16 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
       for (size_t i = 0; i < n; ++i) out[i] = int64_t(i);
       return;
     }
-    if (s == -1) {  // strictly decreasing: no ties, so the reversal is the stable order
-      for (size_t i = 0; i < n; ++i) out[i] = int64_t(n - 1 - i);
+    if (s == -1) {
+      // Non-increasing: the reversal, with each run of equal keys put back in index order.
+      for (size_t i = 0; i < n;) {
+        const size_t first = n - 1 - i;  // input position of output slot i
+        const auto key = c.enc(src[first]);
+        size_t j = i;
+        while (j + 1 < n && c.enc(src[n - 2 - j]) == key) ++j;
+        for (size_t t = i; t <= j; ++t) out[t] = int64_t(n - 1 - j + (t - i));
+        i = j + 1;
+      }
       return;
     }
   }
@@ -205,16 +270,13 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
     auto pack = [&](size_t i) {
       return int64_t((uint64_t(int64_t(c.enc(src[i]))) << 32) | uint64_t(i));
     };
-    auto unpack = [](int64_t *p, size_t, size_t len) {
-      for (size_t j = 0; j < len; ++j) p[j] &= int64_t(0xFFFFFFFF);
-    };
     if (want_parallel(ctx, n)) {
-      sample_partition_sort<int64_t>(ctx, n, pack, out, KeySorter(), unpack);
+      auto bucket = [](int64_t *p, size_t, size_t len) { seq_sort_keys(p, len, UnpackIndex()); };
+      sample_partition_sort<int64_t>(ctx, n, pack, out, KeySorter(), bucket);
       return;
     }
     for (size_t i = 0; i < n; ++i) out[i] = pack(i);
-    seq_sort_keys(out, n);
-    unpack(out, 0, n);
+    seq_sort_keys(out, n, UnpackIndex());
     return;
   }
   if constexpr (sizeof(K) == 8) {

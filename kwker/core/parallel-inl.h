@@ -4,9 +4,11 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "core/engine.h"
 #include "core/engine_ns-inl.h"
+#include "core/simd-inl.h"
 #include "runtime/scratch.h"
 #include "runtime/threads.h"
 
@@ -37,46 +39,73 @@ inline size_t chunk_begin(size_t n, int parts, int i) { return n * size_t(i) / s
 
 constexpr int kMaxBuckets = 32;
 
-// Sorts the n keys get(i) into out[0..n) with T = ctx.threads buckets:
-//   sample -> T-1 splitters -> per-thread bucket counts -> scatter -> sort each bucket
-//   -> post(bucket_ptr, start, len) (decode, unpack, copy back...).
-// sort_fn(K*, size_t) is the sequential sort used inside a bucket.
-template <class K, class Get, class SortFn, class Post>
-void sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_fn, Post post) {
-  int T = ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets;
-  constexpr size_t kMaxSamples = 4096;
-  size_t S = size_t(128) * size_t(T);
-  if (S > kMaxSamples) S = kMaxSamples;
-  K samples[kMaxSamples];
-  // Deterministic strided sample: the result never depends on it, only the balance does.
-  for (size_t s = 0; s < S; ++s) samples[s] = get((n / S) * s + (n / S) / 2);
-  sort_fn(samples, S);
-  K split[kMaxBuckets];
-  for (int j = 1; j < T; ++j) split[j - 1] = samples[(S * size_t(j)) / size_t(T)];
+// Splits m keys into buf: keys <= s0 from the front (returns their count in nl), the others
+// from the back down to *high. 32/64-bit keys use the engine's vector partition step.
+template <class K>
+void split_block(const K *keys, size_t m, K s0, K *buf, size_t cap, size_t &nl, K *&high) {
+  K *wl = buf, *wr = buf + cap;
+  size_t i = 0;
+  if constexpr (sizeof(K) >= 4) {
+    using S = vq::Ops<K>;
+    const typename S::V vp = S::set1(s0);
+    for (; i + S::W <= m; i += S::W) S::partition_store(S::load(keys + i), vp, wl, wr);
+  }
+  for (; i < m; ++i) {
+    K k = keys[i];
+    if (k > s0) *--wr = k; else *wl++ = k;
+  }
+  nl = size_t(wl - buf);
+  high = wr;
+}
+
+// Two buckets: no counting pass. Each thread encodes a block of its chunk, splits it in
+// cache, then reserves room at the low end (growing up) or the high end (growing down) of
+// out with one atomic add each, so every key is read once and written once.
+template <class K, class Get>
+void two_way_split(CallCtx &ctx, size_t n, Get get, K *out, K s0, size_t *start) {
+  constexpr size_t kBlock = 1024;
+  constexpr size_t kCap = kBlock + 2 * 64;  // room for the vector step's stray lanes
+  size_t left = 0, right = n;
+  auto task = [&](int t) {
+    size_t lo = chunk_begin(n, 2, t), hi = chunk_begin(n, 2, t + 1);
+    K keys[kBlock], buf[kCap];
+    for (size_t b = lo; b < hi; b += kBlock) {
+      size_t m = b + kBlock < hi ? kBlock : hi - b;
+      for (size_t i = 0; i < m; ++i) keys[i] = get(b + i);
+      size_t nl;
+      K *high;
+      split_block(keys, m, s0, buf, kCap, nl, high);
+      size_t nh = m - nl;
+      size_t l0 = __atomic_fetch_add(&left, nl, __ATOMIC_RELAXED);
+      size_t r0 = __atomic_sub_fetch(&right, nh, __ATOMIC_RELAXED);
+      memcpy(out + l0, buf, nl * sizeof(K));
+      memcpy(out + r0, high, nh * sizeof(K));
+    }
+  };
+  parallel_tasks(ctx, 2, task);
+  start[0] = 0;
+  start[1] = left;  // == right: the two ends met
+  start[2] = n;
+}
+
+// T buckets: per-thread counts first, so every thread knows where its keys of each bucket go.
+template <class K, class Get>
+void counted_split(CallCtx &ctx, size_t n, Get get, K *out, const K *split, int T,
+                   size_t *start) {
   const int nsplit = T - 1;
   auto bucket_of = [&](K k) -> int {
     int b = 0;
     for (int j = 0; j < nsplit; ++j) b += (k > split[j]);
     return b;
   };
-
   size_t counts[kMaxBuckets][kMaxBuckets] = {};  // [thread][bucket]
   auto count_task = [&](int t) {
     size_t lo = chunk_begin(n, T, t), hi = chunk_begin(n, T, t + 1);
     size_t *c = counts[t];
-    if (nsplit == 1) {
-      size_t high = 0;
-      const K s0 = split[0];
-      for (size_t i = lo; i < hi; ++i) high += (get(i) > s0);
-      c[1] = high;
-      c[0] = (hi - lo) - high;
-    } else {
-      for (size_t i = lo; i < hi; ++i) ++c[bucket_of(get(i))];
-    }
+    for (size_t i = lo; i < hi; ++i) ++c[bucket_of(get(i))];
   };
   parallel_tasks(ctx, T, count_task);
 
-  size_t start[kMaxBuckets + 1];
   size_t offs[kMaxBuckets][kMaxBuckets];
   size_t pos = 0;
   for (int b = 0; b < T; ++b) {
@@ -92,39 +121,42 @@ void sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_
     size_t lo = chunk_begin(n, T, t), hi = chunk_begin(n, T, t + 1);
     size_t o[kMaxBuckets];
     for (int b = 0; b < T; ++b) o[b] = offs[t][b];
-    if (nsplit == 1) {
-      K *low = out + o[0], *high = out + o[1];
-      K *const low_end = low + counts[t][0], *const high_end = high + counts[t][1];
-      const K s0 = split[0];
-      size_t i = lo;
-      // Branch-free two-way split (write to both, advance one) while both regions of this
-      // thread have room, so the stray write never lands in another thread's slots.
-      for (; i < hi && low < low_end && high < high_end; ++i) {
-        K k = get(i);
-        bool h = k > s0;
-        *low = k;
-        *high = k;
-        low += !h;
-        high += h;
-      }
-      for (; i < hi; ++i) {  // one region is full: the rest all belong to the other
-        K k = get(i);
-        if (k > s0) *high++ = k; else *low++ = k;
-      }
-    } else {
-      for (size_t i = lo; i < hi; ++i) {
-        K k = get(i);
-        out[o[bucket_of(k)]++] = k;
-      }
+    for (size_t i = lo; i < hi; ++i) {
+      K k = get(i);
+      out[o[bucket_of(k)]++] = k;
     }
   };
   parallel_tasks(ctx, T, scatter_task);
+}
 
-  auto sort_task = [&](int b) {
-    size_t len = start[b + 1] - start[b];
-    sort_fn(out + start[b], len);
-    post(out + start[b], start[b], len);
-  };
+
+// Sorts the n keys get(i) into out[0..n) with T = ctx.threads buckets:
+//   sample -> T-1 splitters -> per-thread bucket counts -> scatter -> per bucket
+//   bucket_fn(bucket_ptr, start, len), which sorts the bucket and finishes it (decode,
+//   unpack, copy back...). sort_fn(K*, size_t) sorts the sample.
+template <class K, class Get, class SortFn, class BucketFn>
+void sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_fn,
+                           BucketFn bucket_fn) {
+  int T = ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets;
+  constexpr size_t kMaxSamples = 4096;
+  size_t S = size_t(128) * size_t(T);
+  if (S > kMaxSamples) S = kMaxSamples;
+  K samples[kMaxSamples];
+  // Deterministic strided sample: the result never depends on it, only the balance does.
+  for (size_t s = 0; s < S; ++s) samples[s] = get((n / S) * s + (n / S) / 2);
+  sort_fn(samples, S);
+  K split[kMaxBuckets];
+  for (int j = 1; j < T; ++j) split[j - 1] = samples[(S * size_t(j)) / size_t(T)];
+  const int nsplit = T - 1;
+
+  size_t start[kMaxBuckets + 1];
+  if (nsplit == 1) {
+    two_way_split(ctx, n, get, out, split[0], start);
+  } else {
+    counted_split(ctx, n, get, out, split, T, start);
+  }
+
+  auto sort_task = [&](int b) { bucket_fn(out + start[b], start[b], start[b + 1] - start[b]); };
   parallel_tasks(ctx, T, sort_task);
 }
 

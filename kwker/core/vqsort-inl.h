@@ -195,27 +195,41 @@ inline int floor_log2(size_t n) {
   return r;
 }
 
-template <class S>
+// Ranges reported to fin(ptr, len) are final: never read or moved again. The caller's
+// per-element output transform (key decoding, index unpacking) runs there, on data that is
+// still in cache, instead of in a separate pass over the whole array.
+struct NoFinalize {
+  template <class T> KWKER_VQ_INLINE void operator()(T*, size_t) const {}
+};
+
+template <class S, class Fin>
 inline void quicksort(typename S::Key* a, size_t n, typename S::Key lo, typename S::Key hi,
-                      int depth) {
+                      int depth, const Fin& fin) {
   using T = typename S::Key;
   constexpr size_t kLeaf = S::W * S::kMaxVecs;
   static_assert(kLeaf >= 2 * S::kUnroll * S::W + S::W, "partition needs 2U+1 vectors");
   for (;;) {
     if (n <= kLeaf) {
       small_sort<S>(a, n);
+      fin(a, n);
       return;
     }
-    if (lo == hi) return;  // every key equals lo
+    if (lo == hi) {  // every key equals lo
+      fin(a, n);
+      return;
+    }
     if (depth-- <= 0) {
       heap_sort(a, n);
+      fin(a, n);
       return;
     }
     const T p = choose_pivot<S>(a, n);
     if (p == hi) {
       // The pivot is the largest possible key (lo < hi, so p - 1 cannot overflow):
       // split off the keys equal to it, which are then done.
-      n = partition<S>(a, n, T(p - 1));
+      size_t m = partition<S>(a, n, T(p - 1));
+      fin(a + m, n - m);
+      n = m;
       hi = T(p - 1);
       continue;
     }
@@ -226,23 +240,26 @@ inline void quicksort(typename S::Key* a, size_t n, typename S::Key lo, typename
     }
     // m >= 1 because the pivot itself is <= pivot. Recurse on the smaller side.
     if (m < n - m) {
-      quicksort<S>(a, m, lo, p, depth);
+      quicksort<S>(a, m, lo, p, depth, fin);
       a += m;
       n -= m;
       lo = T(p + 1);
     } else {
-      quicksort<S>(a + m, n - m, T(p + 1), hi, depth);
+      quicksort<S>(a + m, n - m, T(p + 1), hi, depth, fin);
       n = m;
       hi = p;
     }
   }
 }
 
-template <class S>
-inline void sort(typename S::Key* a, size_t n) {
+template <class S, class Fin = NoFinalize>
+inline void sort(typename S::Key* a, size_t n, const Fin& fin = Fin()) {
   using T = typename S::Key;
-  if (n < 2) return;
-  quicksort<S>(a, n, Limits<T>::kMin, Limits<T>::kMax, 2 * floor_log2(n) + 4);
+  if (n < 2) {
+    fin(a, n);
+    return;
+  }
+  quicksort<S>(a, n, Limits<T>::kMin, Limits<T>::kMax, 2 * floor_log2(n) + 4, fin);
 }
 
 }  // namespace vq
@@ -252,6 +269,17 @@ inline void sort_keys(int64_t* a, size_t n) { vq::sort<vq::Ops<int64_t>>(a, n); 
 // int16 keys use the scalar lanes in every engine (no compress for 16-bit lanes below
 // AVX512-VBMI2); still the same branchless partition and networks.
 inline void sort_keys(int16_t* a, size_t n) { vq::sort<vq::ScalarOps<int16_t>>(a, n); }
+
+// The same sorts, calling fin(ptr, len) once on every finished range (see NoFinalize).
+template <class Fin> inline void sort_keys(int32_t* a, size_t n, const Fin& fin) {
+  vq::sort<vq::Ops<int32_t>>(a, n, fin);
+}
+template <class Fin> inline void sort_keys(int64_t* a, size_t n, const Fin& fin) {
+  vq::sort<vq::Ops<int64_t>>(a, n, fin);
+}
+template <class Fin> inline void sort_keys(int16_t* a, size_t n, const Fin& fin) {
+  vq::sort<vq::ScalarOps<int16_t>>(a, n, fin);
+}
 
 }  // namespace KWKER_ENGINE_NS
 }  // namespace kwker

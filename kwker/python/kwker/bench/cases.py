@@ -289,15 +289,16 @@ def _polars_sort_case(dtype):
                 setup)
 
 
-def _engine_case(engine):
-    cid = f"sort/float32/t1/engine={engine}"
+def _engine_case(engine, threads):
+    cid = f"sort/float32/t{threads}/engine={engine}"
 
     def setup(sizes, mods):
-        a = uniform(rng_for("sort/float32/t1/engine"), "float32", sizes.n)
-        return Setup(kwker=lambda: kwker.sort(a, threads=1),
+        a = uniform(rng_for("sort/float32/engine"), "float32", sizes.n)
+        return Setup(kwker=lambda: kwker.sort(a, threads=threads),
                      competitors={"np.sort": lambda: np.sort(a)},
                      ctx=kwker.config(isa=engine))
-    return Case(cid, "7", "float32", f"kwker.sort(a, threads=1) with kwker.config(isa={engine!r})",
+    return Case(cid, "7", "float32",
+                f"kwker.sort(a, threads={threads}) with kwker.config(isa={engine!r})",
                 [Competitor("np.sort", "np.sort(a)", None)], setup,
                 slow=(engine == "portable"))
 
@@ -330,7 +331,7 @@ def all_cases():
         _polars_sort_case("float32"),
         _polars_sort_case("int32"),
     ]
-    cases += [_engine_case(e) for e in kwker.available_isas()]
+    cases += [_engine_case(e, t) for t in (1, 2) for e in kwker.available_isas()]
     return cases
 
 

@@ -40,11 +40,14 @@ def header(env):
     torch = f"torch {env['torch']}" if env.get("torch") else f"torch: {opt.get('torch')}"
     polars = (f"Polars {env['polars']} (pool {env.get('polars_threads')} threads)"
               if env.get("polars") else f"Polars: {opt.get('polars')}")
+    libs = "; ".join(f"{k} sha256 {v['sha256_12']} built {v['mtime']}"
+                     for k, v in (env.get("binaries") or {}).items())
+    libs = f" · binaries: {libs}" if libs else ""
     return (f"**Machine:** {env.get('cpu_brand')} ({env.get('cpu_vendor')}), "
             f"{env.get('logical_cpus')} logical CPUs · **kwker** {env['kwker_version']}, "
             f"engine `{env['engine']}` (engines: {', '.join(env['engines'])}), backend "
             f"`{env.get('backend')}`, thread budget **{env['threads_budget']}** · {numpy} · "
-            f"{torch} · {polars} · Python {env['python']}")
+            f"{torch} · {polars} · Python {env['python']}{libs}")
 
 
 def sizes_line(env):

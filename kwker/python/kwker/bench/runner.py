@@ -55,6 +55,34 @@ def optional_import(name):
         return None, f"{name} is not importable ({type(exc).__name__}: {exc})"
 
 
+def loaded_libraries():
+    """Path, modification time and sha256 prefix of the kwker binaries this process loaded,
+    so that a result can be tied to a build (Linux: /proc/self/maps; elsewhere empty)."""
+    import datetime
+    import hashlib
+    import os
+    out = {}
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "kwker" in line and "/" in line}
+    except OSError:
+        return out
+    for path in sorted(paths):
+        name = os.path.basename(path)
+        if not (name.startswith("libkwker") or name.startswith("_fast")):
+            continue
+        try:
+            st = os.stat(path)
+            with open(path, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()[:12]
+        except OSError:
+            continue
+        out[name] = {"path": path, "sha256_12": digest,
+                     "mtime": datetime.datetime.fromtimestamp(
+                         st.st_mtime, datetime.timezone.utc).isoformat(timespec="seconds")}
+    return out
+
+
 def environment(mods, sizes, avx2_info=None):
     info = kwker.runtime_info()
     pl = mods.get("polars")
@@ -77,6 +105,7 @@ def environment(mods, sizes, avx2_info=None):
         "optional_modules": {name: ("used" if mods.get(name) is not None else
                                     mods.get(name + ".reason", "not needed by the selected rows"))
                              for name in ("polars", "torch")},
+        "binaries": loaded_libraries(),
         "preset": sizes.preset,
         "reduced_sizes": sizes.preset != "full",
         "sizes": sizes.as_dict(),
