@@ -60,12 +60,12 @@ struct UnpackIndex {
 };
 
 // Presorted detection. Returns 1 when the keys are non-decreasing, -1 when non-increasing,
-// 0 otherwise. A cheap early check rejects random input within a few elements; the full check
-// runs in blocks whose comparisons vectorise (no early exit inside a block). With copy_to,
-// ascending blocks are copied there as they pass, while still in cache (on 0 its content is
-// unspecified).
+// 0 otherwise. A cheap probe rejects random input within a few elements; the full check runs
+// in blocks whose comparisons vectorise (no early exit inside a block), split over the
+// threads for large inputs. With copy_to, ascending blocks are copied there as they pass,
+// while still in cache (on 0 its content is unspecified).
 template <class Codec>
-int presorted(const Codec c, const typename Codec::T *src, size_t n,
+int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
               typename Codec::T *copy_to = nullptr) {
   if (n < 2) {
     if (n == 1 && copy_to) copy_to[0] = src[0];
@@ -75,19 +75,43 @@ int presorted(const Codec c, const typename Codec::T *src, size_t n,
   const size_t probe = n < 17 ? n : 17;
   for (size_t i = 1; i < probe; ++i)
     if (asc ? c.enc(src[i - 1]) > c.enc(src[i]) : c.enc(src[i - 1]) < c.enc(src[i])) return 0;
-  constexpr size_t kBlock = 4096;
-  for (size_t b = 1; b < n; b += kBlock) {
-    size_t e = b + kBlock < n ? b + kBlock : n;
+  if (copy_to == src) copy_to = nullptr;
+  const int T = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  bool ok_part[kMaxBuckets];
+  auto check = [&](int t) {
+    constexpr size_t kBlock = 4096;
+    size_t lo = chunk_begin(n - 1, T, t) + 1, hi = chunk_begin(n - 1, T, t + 1) + 1;
     bool ok = true;
-    if (asc)
-      for (size_t i = b; i < e; ++i) ok &= c.enc(src[i - 1]) <= c.enc(src[i]);
-    else
-      for (size_t i = b; i < e; ++i) ok &= c.enc(src[i - 1]) >= c.enc(src[i]);
-    if (!ok) return 0;
-    if (asc && copy_to && copy_to != src)
-      memcpy(copy_to + b - 1, src + b - 1, (e - b + 1) * sizeof(src[0]));
-  }
+    if (copy_to && t == 0) copy_to[0] = src[0];
+    for (size_t b = lo; b < hi && ok; b += kBlock) {
+      size_t e = b + kBlock < hi ? b + kBlock : hi;
+      if (asc)
+        for (size_t i = b; i < e; ++i) ok &= c.enc(src[i - 1]) <= c.enc(src[i]);
+      else
+        for (size_t i = b; i < e; ++i) ok &= c.enc(src[i - 1]) >= c.enc(src[i]);
+      if (ok && asc && copy_to) memcpy(copy_to + b, src + b, (e - b) * sizeof(src[0]));
+    }
+    ok_part[t] = ok;
+  };
+  parallel_tasks(ctx, T, check);
+  for (int t = 0; t < T; ++t)
+    if (!ok_part[t]) return 0;
   return asc ? 1 : -1;
+}
+
+// dst = src reversed (dst may equal src), split over the threads for large inputs.
+template <class T> void reverse_copy(CallCtx &ctx, const T *src, T *dst, size_t n) {
+  const int parts = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  const size_t half = n / 2;
+  auto task = [&](int t) {
+    for (size_t i = chunk_begin(half, parts, t), e = chunk_begin(half, parts, t + 1); i < e; ++i) {
+      T a = src[i], b = src[n - 1 - i];
+      dst[i] = b;
+      dst[n - 1 - i] = a;
+    }
+  };
+  parallel_tasks(ctx, parts, task);
+  if (n % 2) dst[half] = src[half];
 }
 
 template <class Codec>
@@ -102,15 +126,10 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
       if (counting_sort(src, dst, n, c)) return;
   }
   if (on(ctx, KWKER_ALGO_PRESORTED)) {
-    int s = presorted(c, src, n, dst);
+    int s = presorted(ctx, c, src, n, dst);
     if (s == 1) return;  // already copied block by block
     if (s == -1) {  // non-increasing keys: the reversal is sorted (equal keys are equal values)
-      for (size_t i = 0, j = n - 1; i < j; ++i, --j) {
-        T a = src[i], b = src[j];
-        dst[i] = b;
-        dst[j] = a;
-      }
-      if (n % 2) dst[n / 2] = src[n / 2];
+      reverse_copy(ctx, src, dst, n);
       return;
     }
   }
@@ -242,7 +261,7 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
   using K = typename Codec::K;
   if (n == 0) return;
   if (on(ctx, KWKER_ALGO_PRESORTED)) {
-    int s = presorted(c, src, n);
+    int s = presorted(ctx, c, src, n);
     if (s == 1) {
       for (size_t i = 0; i < n; ++i) out[i] = int64_t(i);
       return;
@@ -326,13 +345,19 @@ void for_segments(CallCtx &ctx, const Segments &segs, Body body) {
   int64_t big = total / (2 * int64_t(T));
   for (int64_t i = 0; i < segs.count; ++i)
     if (segs.end(i) - segs.begin(i) > big) body(ctx, i);
+  // Segments are claimed in runs worth about 16K elements, so the shared counter's cache line
+  // does not bounce between cores once per short row.
+  const int64_t avg = total / segs.count;
+  const int64_t run = avg >= 16384 ? 1 : 16384 / (avg > 0 ? avg : 1);
   int64_t next = 0;
   auto task = [&](int) {
     CallCtx one{1, ctx.algos, 1};
     for (;;) {
-      int64_t i = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
-      if (i >= segs.count) return;
-      if (segs.end(i) - segs.begin(i) <= big) body(one, i);
+      int64_t first = __atomic_fetch_add(&next, run, __ATOMIC_RELAXED);
+      if (first >= segs.count) return;
+      int64_t last = first + run < segs.count ? first + run : segs.count;
+      for (int64_t i = first; i < last; ++i)
+        if (segs.end(i) - segs.begin(i) <= big) body(one, i);
     }
   };
   parallel_tasks(ctx, T, task);

@@ -1,5 +1,7 @@
 #include "runtime/scratch.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <vector>
@@ -22,6 +24,8 @@ Cache &cache() {
 }
 
 constexpr size_t kHeader = 64;
+constexpr size_t kHugeMin = size_t(4) << 20;
+constexpr size_t kHugeAlign = size_t(2) << 20;
 size_t real_size(void *p) { return *reinterpret_cast<size_t *>(static_cast<char *>(p) - kHeader); }
 void free_buffer(void *p) { std::free(static_cast<char *>(p) - kHeader); }
 
@@ -58,8 +62,14 @@ void *scratch_acquire(size_t bytes) {
   size_t rounded = (bytes + 4095) & ~size_t(4095);
   // A 64-byte header before the buffer records its real size, so a cached buffer handed to a
   // smaller request is still accounted (and reused) at its full size.
-  char *raw = static_cast<char *>(std::aligned_alloc(64, rounded + kHeader));
+  // Large buffers ask for transparent huge pages: on VMs a 4 KiB page fault can cost
+  // microseconds, which would dominate the first large sort (later calls reuse the cache).
+  const bool huge = rounded >= kHugeMin;
+  size_t total = rounded + kHeader;
+  if (huge) total = (total + kHugeAlign - 1) & ~(kHugeAlign - 1);
+  char *raw = static_cast<char *>(std::aligned_alloc(huge ? kHugeAlign : 64, total));
   if (!raw) return nullptr;
+  if (huge) madvise(raw, total, MADV_HUGEPAGE);  // advice only: failure changes nothing
   *reinterpret_cast<size_t *>(raw) = rounded;
   c.in_use += int64_t(rounded);
   return raw + kHeader;
