@@ -134,7 +134,7 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
     }
   }
   if (want_parallel(ctx, n)) {
-    auto get = [&](size_t i) { return c.enc(src[i]); };
+    auto get = [c, src](size_t i) { return c.enc(src[i]); };
     if (dst != src) {
       auto bucket = [&](K *p, size_t, size_t len) {
         if (c.identity()) seq_sort_keys(p, len);
@@ -286,7 +286,7 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
   if (sizeof(K) <= 4 && n < (size_t(1) << 32)) {
     // Packed (key << 32 | index): one 64-bit sort gives the stable order, since the index
     // breaks every tie; the output buffer doubles as the sort buffer.
-    auto pack = [&](size_t i) {
+    auto pack = [c, src](size_t i) {
       return int64_t((uint64_t(int64_t(c.enc(src[i]))) << 32) | uint64_t(i));
     };
     if (want_parallel(ctx, n)) {

@@ -44,18 +44,23 @@ template <class U> struct FloatCodec {
         nan_key((flags & KWKER_NANS_FIRST) ? K(kSign) : K(U(kSign - 1))) {}
 
   // Branch-free so the encode/decode loops vectorise.
+  // Masks rather than ?: so that no compiler turns a select into a branch (which mispredicts
+  // on NaN-heavy data) and the loops vectorise.
   K enc(U b) const {
     U mag = U(b & U(~kSign));
-    b = mag == 0 ? U(b & zero_mask) : b;  // argsort: -0.0 becomes 0.0
+    U is_zero = U(-U(mag == 0));
+    b = U(b & U(~is_zero | zero_mask));  // argsort: -0.0 becomes 0.0
     // Sign-magnitude to two's complement order: negative values get their magnitude flipped.
     K k = K(U(b ^ (U(K(b) >> (kBits - 1)) & U(~kSign))));
     k = K(k ^ flip);  // descending: bitwise complement reverses the order
-    return mag > inf_bits ? nan_key : k;
+    K is_nan = K(-K(mag > inf_bits));
+    return K((k & ~is_nan) | (nan_key & is_nan));
   }
   U dec(K k) const {
     K d = K(k ^ flip);
     U b = U(U(d) ^ (U(K(d) >> (kBits - 1)) & U(~kSign)));
-    return k == nan_key ? quiet_nan : b;
+    U is_nan = U(-U(k == nan_key));
+    return U((b & U(~is_nan)) | (quiet_nan & is_nan));
   }
 };
 

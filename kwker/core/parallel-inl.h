@@ -68,10 +68,11 @@ void two_way_split(CallCtx &ctx, size_t n, Get get, K *out, K s0, size_t *start)
   size_t left = 0, right = n;
   auto task = [&](int t) {
     size_t lo = chunk_begin(n, 2, t), hi = chunk_begin(n, 2, t + 1);
+    const Get g = get;  // a local copy: the key stores below cannot alias it, so they vectorise
     K keys[kBlock], buf[kCap];
     for (size_t b = lo; b < hi; b += kBlock) {
       size_t m = b + kBlock < hi ? kBlock : hi - b;
-      for (size_t i = 0; i < m; ++i) keys[i] = get(b + i);
+      for (size_t i = 0; i < m; ++i) keys[i] = g(b + i);
       size_t nl;
       K *high;
       split_block(keys, m, s0, buf, kCap, nl, high);
