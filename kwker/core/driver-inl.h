@@ -254,7 +254,7 @@ void sort_copy_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   sort_values(ctx, c, src, dst, n);
 }
 
-// Stable argsort of src[0..n) into out; indices are offset by base.
+// Stable argsort of src[0..n) into out.
 template <class Codec>
 void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
                   int64_t *out) {
@@ -281,7 +281,7 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
   }
   if constexpr (sizeof(K) <= 2) {
     if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= kCount16ArgMin))
-      if (counting_argsort(src, n, out, 0, c)) return;
+      if (counting_argsort(src, n, out, c)) return;
   }
   if (sizeof(K) <= 4 && n < (size_t(1) << 32)) {
     // Packed (key << 32 | index): one 64-bit sort gives the stable order, since the index

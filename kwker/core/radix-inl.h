@@ -17,19 +17,29 @@ template <class K> inline size_t key_bucket(K k) {
   return size_t(U(U(k) ^ U(U(1) << (8 * sizeof(K) - 1))));
 }
 
+// Counts of every key value of src (2^bits buckets, in scratch; empty when refused).
+template <class Codec> struct KeyCounts {
+  static constexpr size_t kBuckets = size_t(1) << (8 * sizeof(typename Codec::K));
+  Scratch<size_t> cnt{kBuckets};
+  KeyCounts(const Codec c, const typename Codec::T *src, size_t n) {
+    if (!cnt) return;
+    memset(cnt.ptr, 0, kBuckets * sizeof(size_t));
+    for (size_t i = 0; i < n; ++i) ++cnt.ptr[key_bucket(c.enc(src[i]))];
+  }
+  explicit operator bool() const { return bool(cnt); }
+};
+
 // Counting sort of values; returns false (caller falls back) when scratch is refused.
 template <class Codec>
 bool counting_sort(const typename Codec::T *src, typename Codec::T *dst, size_t n,
                    const Codec c) {
   using K = typename Codec::K;
-  constexpr size_t nb = size_t(1) << (8 * sizeof(K));
-  Scratch<size_t> cnt(nb);
-  if (!cnt) return false;
-  memset(cnt.ptr, 0, nb * sizeof(size_t));
-  for (size_t i = 0; i < n; ++i) ++cnt.ptr[key_bucket(c.enc(src[i]))];
+  KeyCounts<Codec> counts(c, src, n);
+  if (!counts) return false;
+  constexpr size_t nb = KeyCounts<Codec>::kBuckets;
   size_t pos = 0;
   for (size_t b = 0; b < nb; ++b) {
-    size_t m = cnt.ptr[b];
+    size_t m = counts.cnt.ptr[b];
     if (!m) continue;
     auto v = c.dec(K(b ^ (nb >> 1)));
     for (size_t j = 0; j < m; ++j) dst[pos + j] = v;
@@ -40,21 +50,16 @@ bool counting_sort(const typename Codec::T *src, typename Codec::T *dst, size_t 
 
 // Stable counting argsort: out[rank] = index.
 template <class Codec>
-bool counting_argsort(const typename Codec::T *src, size_t n, int64_t *out, int64_t base,
-                      const Codec c) {
-  using K = typename Codec::K;
-  constexpr size_t nb = size_t(1) << (8 * sizeof(K));
-  Scratch<size_t> cnt(nb);
-  if (!cnt) return false;
-  memset(cnt.ptr, 0, nb * sizeof(size_t));
-  for (size_t i = 0; i < n; ++i) ++cnt.ptr[key_bucket(c.enc(src[i]))];
-  size_t pos = 0;
-  for (size_t b = 0; b < nb; ++b) {
-    size_t m = cnt.ptr[b];
-    cnt.ptr[b] = pos;
+bool counting_argsort(const typename Codec::T *src, size_t n, int64_t *out, const Codec c) {
+  KeyCounts<Codec> counts(c, src, n);
+  if (!counts) return false;
+  size_t *start = counts.cnt.ptr, pos = 0;
+  for (size_t b = 0; b < KeyCounts<Codec>::kBuckets; ++b) {
+    size_t m = start[b];
+    start[b] = pos;
     pos += m;
   }
-  for (size_t i = 0; i < n; ++i) out[cnt.ptr[key_bucket(c.enc(src[i]))]++] = int64_t(i) + base;
+  for (size_t i = 0; i < n; ++i) out[start[key_bucket(c.enc(src[i]))]++] = int64_t(i);
   return true;
 }
 
