@@ -27,6 +27,11 @@ inline bool on(const CallCtx &ctx, unsigned algo) { return (ctx.algos & algo) !=
 inline bool want_parallel(const CallCtx &ctx, size_t n) {
   return on(ctx, KWKER_ALGO_PARALLEL) && ctx.threads > 1 && n >= kParallelMin;
 }
+// The sample-partition sort: on several threads, or on one when it writes a separate output
+// anyway (its split pass then stands in for the copy and the first partition pass).
+inline bool want_partition_sort(const CallCtx &ctx, size_t n, bool separate_output) {
+  return want_parallel(ctx, n) || (separate_output && n >= kParallelMin);
+}
 
 // Sequential sort of keys: the SIMD quicksort for 16/32/64-bit keys. fin(ptr, len) runs once
 // on every finished range, while it is still in cache (decoding, unpacking).
@@ -133,7 +138,7 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
       return;
     }
   }
-  if (want_parallel(ctx, n)) {
+  if (want_partition_sort(ctx, n, dst != src)) {
     auto get = [c, src](size_t i) { return c.enc(src[i]); };
     if (dst != src) {
       auto bucket = [&](K *p, size_t, size_t len) {
@@ -289,7 +294,7 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
     auto pack = [c, src](size_t i) {
       return int64_t((uint64_t(int64_t(c.enc(src[i]))) << 32) | uint64_t(i));
     };
-    if (want_parallel(ctx, n)) {
+    if (want_partition_sort(ctx, n, true)) {
       auto bucket = [](int64_t *p, size_t, size_t len) { seq_sort_keys(p, len, UnpackIndex()); };
       sample_partition_sort<int64_t>(ctx, n, pack, out, KeySorter(), bucket);
       return;

@@ -21,6 +21,15 @@ template <class F> void parallel_tasks(CallCtx &ctx, int ntasks, F &f) {
       ntasks, [](void *c, int i) { (*static_cast<F *>(c))(i); }, &f);
 }
 
+// ntasks tasks on the call's threads: in parallel, or one after another when it has one.
+template <class F> void run_tasks(CallCtx &ctx, int ntasks, F &f) {
+  if (ctx.threads > 1) {
+    parallel_tasks(ctx, ntasks, f);
+    return;
+  }
+  for (int i = 0; i < ntasks; ++i) f(i);
+}
+
 // Scratch buffer owned by one call; released (to the cache) on every path out.
 template <class T> struct Scratch {
   T *ptr = nullptr;
@@ -63,11 +72,12 @@ void split_block(const K *keys, size_t m, K s0, K *buf, size_t cap, size_t &nl, 
 // out with one atomic add each, so every key is read once and written once.
 template <class K, class Get>
 void two_way_split(CallCtx &ctx, size_t n, Get get, K *out, K s0, size_t *start) {
+  const int parts = ctx.threads > 1 ? 2 : 1;
   constexpr size_t kBlock = 1024;
   constexpr size_t kCap = kBlock + 2 * 64;  // room for the vector step's stray lanes
   size_t left = 0, right = n;
   auto task = [&](int t) {
-    size_t lo = chunk_begin(n, 2, t), hi = chunk_begin(n, 2, t + 1);
+    size_t lo = chunk_begin(n, parts, t), hi = chunk_begin(n, parts, t + 1);
     const Get g = get;  // a local copy: the key stores below cannot alias it, so they vectorise
     K keys[kBlock], buf[kCap];
     for (size_t b = lo; b < hi; b += kBlock) {
@@ -83,7 +93,7 @@ void two_way_split(CallCtx &ctx, size_t n, Get get, K *out, K s0, size_t *start)
       memcpy(out + r0, high, nh * sizeof(K));
     }
   };
-  parallel_tasks(ctx, 2, task);
+  run_tasks(ctx, parts, task);
   start[0] = 0;
   start[1] = left;  // == right: the two ends met
   start[2] = n;
@@ -138,7 +148,10 @@ void counted_split(CallCtx &ctx, size_t n, Get get, K *out, const K *split, int 
 template <class K, class Get, class SortFn, class BucketFn>
 void sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_fn,
                            BucketFn bucket_fn) {
+  // At least two buckets: with one thread the split replaces the copy pass and the quicksort's
+  // first partition pass by a single pass.
   int T = ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets;
+  if (T < 2) T = 2;
   constexpr size_t kMaxSamples = 4096;
   size_t S = size_t(128) * size_t(T);
   if (S > kMaxSamples) S = kMaxSamples;
@@ -158,7 +171,7 @@ void sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_
   }
 
   auto sort_task = [&](int b) { bucket_fn(out + start[b], start[b], start[b + 1] - start[b]); };
-  parallel_tasks(ctx, T, sort_task);
+  run_tasks(ctx, T, sort_task);
 }
 
 }  // namespace KWKER_ENGINE_NS
