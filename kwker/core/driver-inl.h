@@ -20,7 +20,7 @@ namespace KWKER_ENGINE_NS {
 
 // Thresholds, chosen by measurement with kwker/bench (see docs/design.md).
 constexpr size_t kParallelMin = size_t(kParallelMinElements);
-constexpr size_t kCount16SortMin = 20000; // 16-bit counting sort beats the quicksort above this
+constexpr size_t kCount16SortMin = 350000; // 16-bit counting sort beats the widened quicksort above this
 constexpr size_t kCount16ArgMin = 60000;  // ... and the stable counting argsort above this
 
 inline bool on(const CallCtx &ctx, unsigned algo) { return (ctx.algos & algo) != 0; }
@@ -138,7 +138,7 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
       return;
     }
   }
-  if (want_partition_sort(ctx, n, dst != src)) {
+  if (sizeof(K) >= 4 && want_partition_sort(ctx, n, dst != src)) {
     auto get = [c, src](size_t i) { return c.enc(src[i]); };
     if (dst != src) {
       auto bucket = [&](K *p, size_t, size_t len) {
@@ -159,6 +159,19 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
         });
       };
       sample_partition_sort<K>(ctx, n, get, tmp.ptr, KeySorter(), bucket);
+      return;
+    }
+  }
+  if constexpr (sizeof(K) == 2) {
+    // 16-bit keys widen to 32 bits for the vector quicksort (its 16-bit lanes are scalar).
+    Scratch<int32_t> wide(n);
+    if (wide) {
+      for (size_t i = 0; i < n; ++i) wide.ptr[i] = c.enc(src[i]);
+      const int32_t *base = wide.ptr;
+      seq_sort_keys(wide.ptr, n, [&](int32_t *q, size_t m) {
+        T *d = dst + (q - base);
+        for (size_t j = 0; j < m; ++j) d[j] = c.dec(K(q[j]));
+      });
       return;
     }
   }

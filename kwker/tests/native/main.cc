@@ -212,7 +212,7 @@ void run_matrix() {
       for (int dist = 0; dist < ref::kNumDists; ++dist)
         for (unsigned flags = 0; flags < 4; ++flags) test_1d(dtype, dist, n, flags, 0);
     // Sizes across the counting, parallel and network thresholds.
-    for (int64_t n : {1000, 4099, 20001, 60001})
+    for (int64_t n : {1000, 4099, 20001, 60001, 360000})
       for (int dist : {int(ref::kUniform), int(ref::kFewDistinct), int(ref::kNanHeavy),
                        int(ref::kSorted), int(ref::kReversed)})
         for (unsigned flags : {0u, unsigned(KWKER_DESCENDING | KWKER_NANS_FIRST)})
