@@ -162,8 +162,9 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
       return;
     }
   }
-  if constexpr (sizeof(K) == 2) {
-    // 16-bit keys widen to 32 bits for the vector quicksort (its 16-bit lanes are scalar).
+  if constexpr (sizeof(K) <= 2) {
+    // 8- and 16-bit keys widen to 32 bits for the vector quicksort (its narrow lanes are
+    // scalar); this runs below the counting-sort threshold or with radix off.
     Scratch<int32_t> wide(n);
     if (wide) {
       for (size_t i = 0; i < n; ++i) wide.ptr[i] = c.enc(src[i]);
