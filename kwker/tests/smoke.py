@@ -30,6 +30,8 @@ for engine in kwker.available_isas():
 paths = _locate.sdk_paths()
 for key in ("include_dir", "lib_dir", "cmake_dir", "doctor"):
     assert paths[key] and os.path.exists(paths[key]), (key, paths)
-assert os.path.exists(os.path.join(paths["include_dir"], "kwker", "kwker.h"))
+for header in ("kwker.h", "kwker.hpp"):
+    assert os.path.exists(os.path.join(paths["include_dir"], "kwker", header)), header
+assert os.path.exists(os.path.join(paths["lib_dir"], "pkgconfig", "kwker.pc"))
 print(f"smoke ok (kwker {kwker.__version__}, engines {', '.join(kwker.available_isas())}, "
       f"python {sys.version.split()[0]})")
