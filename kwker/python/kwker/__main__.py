@@ -1,4 +1,5 @@
-"""Command line: python -m kwker doctor | bench | sdk (also the `kwker` console script)."""
+"""Command line: python -m kwker doctor | audit | support-bundle | bench | sdk (also the
+`kwker` console script)."""
 import importlib.util
 import json
 import sys
@@ -8,6 +9,11 @@ USAGE = """usage: python -m kwker <command> [options]
 commands:
   doctor [--json]   report version, backend, CPU, engines, threads, scratch and self-check
                     every engine this CPU runs (exit 1 when a self-check fails)
+  audit [options] -- script.py [args]
+                    run a script with Kwker and again with KWKER_DISABLE=1; report wall time,
+                    CPU time, peak memory, exit status and whether the outputs agree
+  support-bundle [--no-probe] [--all-packages] [-o DIR]
+                    write kwker-support-<time>.tar.gz for a bug report (none of your data)
   bench [...]       run the benchmarks (kwker.bench)
   sdk [--json]      print where the C/C++ SDK lives: include dir, lib dir, CMake dir,
                     kwker-doctor
@@ -52,6 +58,12 @@ def main(argv=None):
         return _doctor.main(rest)
     if cmd == "bench":
         return _bench(rest)
+    if cmd == "audit":
+        from kwker.tools import audit
+        return audit.main(rest)
+    if cmd == "support-bundle":
+        from kwker.tools import support_bundle
+        return support_bundle.main(rest)
     if cmd == "sdk":
         return _sdk(rest)
     print(f"kwker: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)

@@ -52,12 +52,48 @@ def _sdk():
     return _locate.sdk_paths()
 
 
+FRAMEWORKS = ("numpy", "torch", "pandas", "polars")
+THREAD_VARS = ("OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_WAIT_POLICY", "MKL_NUM_THREADS",
+               "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
+               "RAYON_NUM_THREADS", "POLARS_MAX_THREADS", "PYTHON_GIL")
+
+
+def _frameworks():
+    import importlib.metadata as md
+    out = {}
+    for name in FRAMEWORKS:
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _threading():
+    out = {"variables": {k: os.environ[k] for k in THREAD_VARS if k in os.environ}}
+    try:
+        import torch
+        out["torch_threads"] = torch.get_num_threads()
+    except ImportError:
+        out["torch_threads"] = "torch not installed"
+    return out
+
+
+def _warnings():
+    from kwker import _backend, _warnings as w
+    import kwker
+    return w.evaluate(w.facts(kwker.runtime_info(), _backend.name))
+
+
 PROBES = {
     "package": _package,
     "runtime": _runtime,
     "environment": _environment,
     "self_check": _self_checks,
     "sdk": _sdk,
+    "frameworks": _frameworks,
+    "threading": _threading,
+    "warnings": _warnings,
 }
 
 
@@ -124,6 +160,18 @@ def render_text(report):
         out.append("Scratch")
         for key in ("cache_limit_bytes", "cached_bytes", "limit_bytes", "in_use_bytes"):
             _line(out, key, sc.get(key))
+    fw = report.get("frameworks", {})
+    out.append("Frameworks")
+    for k, v in (fw.items() if "error" not in fw else [("error", fw["error"])]):
+        _line(out, k, v)
+    sdk = report.get("sdk", {})
+    if isinstance(sdk, dict) and sdk.get("library"):
+        _line(out, "library", sdk["library"])
+    thr = report.get("threading", {})
+    if "error" not in thr:
+        for k, v in thr.get("variables", {}).items():
+            _line(out, k, v)
+        _line(out, "torch threads", thr.get("torch_threads"))
     env = report["environment"]
     out.append("Environment")
     if not env:
@@ -144,6 +192,15 @@ def render_text(report):
                 for f in r.get("failures", [])[:10]:
                     _line(out, "", f"{f.get('op')} {f.get('dtype')} n={f.get('n')} "
                                    f"{f.get('case')}")
+    warns = report.get("warnings", [])
+    out.append("Warnings")
+    if isinstance(warns, dict):
+        _line(out, "error", warns.get("error"))
+    elif not warns:
+        _line(out, "", "none: nothing known keeps Kwker below its best here")
+    for w in warns if isinstance(warns, list) else []:
+        out.append(f"  - {w['message']}")
+        out.append(f"    fix: {w['fix']}")
     out.append("Result: " + ("ok" if report["ok"] else "PROBLEMS FOUND"))
     return "\n".join(out)
 
