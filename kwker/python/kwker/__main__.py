@@ -21,6 +21,11 @@ commands:
 
 
 def _sdk(argv):
+    unknown = [a for a in argv if a != "--json"]
+    if unknown:
+        print(f"kwker sdk: unknown argument(s) {' '.join(unknown)}; usage: "
+              "python -m kwker sdk [--json]", file=sys.stderr)
+        return 2
     from kwker import _locate
     paths = _locate.sdk_paths()
     if "--json" in argv:

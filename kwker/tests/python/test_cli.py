@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import kwker
 from kwker import __main__ as cli
 
@@ -65,3 +67,11 @@ def test_bench_missing_or_present(capsys):
     if importlib.util.find_spec("kwker.bench") is None:
         assert cli.main(["bench"]) == 2
         assert "kwker.bench" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cmd", ["doctor", "sdk", "bench", "audit", "support-bundle"])
+def test_unknown_option_is_a_usage_error_with_exit_2(cmd):
+    r = subprocess.run([sys.executable, "-m", "kwker", cmd, "--no-such-option"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2, (cmd, r.stdout, r.stderr)
+    assert "--no-such-option" in r.stderr and "usage" in r.stderr.lower(), r.stderr

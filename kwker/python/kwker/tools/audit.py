@@ -51,6 +51,10 @@ def _parse(argv):
     if "--" not in argv:
         if any(a in ("-h", "--help") for a in argv):
             return None
+        known = ("--json", "--timeout")
+        bad = [a for a in argv if a.startswith("-") and a.split("=", 1)[0] not in known]
+        if bad:
+            raise _Usage(f"unknown option {bad[0]!r}")
         raise _Usage("expected `--` before the script: python -m kwker audit [options] -- "
                      "script.py [args]")
     cut = argv.index("--")
