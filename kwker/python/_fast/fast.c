@@ -151,21 +151,6 @@ static PyObject *fast_sort1d(PyObject *self, PyObject *a) {
 /* ---- general calls (arrays prepared by _api.py) ---- */
 
 
-static PyObject *fast_sort(PyObject *self, PyObject *args) {
-  int code, threads, st;
-  unsigned flags;
-  Py_buffer d;
-  if (!PyArg_ParseTuple(args, "iw*Ii", &code, &d, &flags, &threads)) return NULL;
-  Py_ssize_t n = count(code, &d, "data");
-  if (n < 0) goto fail;
-  CALL(n >= GIL_RELEASE_MIN, kwker_sort(code, d.buf, n, flags, threads));
-  PyBuffer_Release(&d);
-  return status_result(st);
-fail:
-  PyBuffer_Release(&d);
-  return NULL;
-}
-
 static PyObject *fast_sort_copy(PyObject *self, PyObject *args) {
   int code, threads, st;
   unsigned flags;
@@ -420,7 +405,6 @@ static PyObject *fast_self_check(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"sort1d", fast_sort1d, METH_O, "sort1d(a) -> sorted copy, or None to decline"},
-    {"sort", fast_sort, METH_VARARGS, "sort(code, data, flags, threads)"},
     {"sort_copy", fast_sort_copy, METH_VARARGS, "sort_copy(code, src, dst, flags, threads)"},
     {"argsort", fast_argsort, METH_VARARGS, "argsort(code, data, out, flags, threads)"},
     {"sort_rows", fast_sort_rows, METH_VARARGS, "sort_rows(code, src, dst, rows, cols, flags, threads)"},

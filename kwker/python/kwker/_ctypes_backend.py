@@ -15,7 +15,6 @@ _SIGNATURES = {
     "kwker_abi_version": (c_int, []),
     "kwker_version": (c_char_p, []),
     "kwker_last_error": (c_char_p, []),
-    "kwker_sort": (c_int, [c_int, c_void_p, c_int64, c_uint, c_int]),
     "kwker_sort_copy": (c_int, [c_int, c_void_p, c_void_p, c_int64, c_uint, c_int]),
     "kwker_argsort": (c_int, [c_int, c_void_p, c_int64, c_void_p, c_uint, c_int]),
     "kwker_sort_rows_copy": (c_int, [c_int, c_void_p, c_void_p, c_int64, c_int64, c_uint,
@@ -68,7 +67,6 @@ class CtypesBackend:
         self.lib = lib
         self.path = path
         self._codes = _dtypes.CODES
-        self._sort = lib.kwker_sort
 
     # ---- helpers ----
     def _raise(self, status):
@@ -105,9 +103,6 @@ class CtypesBackend:
     def sort_copy(self, code, src, dst, flags, threads):
         self._check(self.lib.kwker_sort_copy(code, _ptr(src), _ptr(dst), src.size, flags,
                                              threads))
-
-    def sort(self, code, arr, flags, threads):
-        self._check(self._sort(code, _ptr(arr), arr.size, flags, threads))
 
     def argsort(self, code, arr, out, flags, threads):
         self._check(self.lib.kwker_argsort(code, _ptr(arr), arr.size, _ptr(out),

@@ -74,11 +74,11 @@ def test_c_layer_errors_carry_last_error(backend):
     """Bypass the Python checks: the C status becomes the mapped exception with its message."""
     from kwker import _backend
     with pytest.raises(ValueError) as exc:  # threads < 0 is out of range for the C API
-        _backend.impl.sort(4, np.zeros(4, np.int64), 0, -7)
+        _backend.impl.sort_copy(4, np.zeros(4, np.int64), np.zeros(4, np.int64), 0, -7)
     assert str(exc.value)
     if backend == "ctypes":  # the fast backend checks dtype codes before calling C
         with pytest.raises(TypeError) as exc:
-            _backend.impl.sort(99, np.zeros(4, np.int64), 0, 0)
+            _backend.impl.sort_copy(99, np.zeros(4, np.int64), np.zeros(4, np.int64), 0, 0)
         assert str(exc.value)
 
 
@@ -88,4 +88,4 @@ def test_fast_rejects_wrong_sizes():
     with pytest.raises(ValueError, match="expected"):
         _backend.impl.argsort(4, np.zeros(4, np.int64), np.zeros(3, np.int64), 0, 0)
     with pytest.raises(ValueError, match="unknown dtype code"):
-        _backend.impl.sort(42, np.zeros(4, np.int64), 0, 0)
+        _backend.impl.sort_copy(42, np.zeros(4, np.int64), np.zeros(4, np.int64), 0, 0)

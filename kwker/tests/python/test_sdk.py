@@ -66,26 +66,25 @@ CPP_PROGRAM = textwrap.dedent("""
 """)
 
 
-def test_c_program_against_the_sdk(tmp_path):
+def _build_and_run(tmp_path, source, suffix, compiler, std):
+    """Compiles `source` against the installed SDK with the system compiler, runs it."""
     sdk = _sdk()
-    src = tmp_path / "prog.c"
-    src.write_text(C_PROGRAM)
+    src = tmp_path / f"prog{suffix}"
+    src.write_text(source)
     exe = tmp_path / "prog"
-    _run(["gcc", "-std=c11", "-O1", str(src), "-I", sdk["include_dir"], "-L", sdk["lib_dir"],
-          f"-Wl,-rpath,{sdk['lib_dir']}", "-lkwker", "-o", str(exe)])
-    out = _run([str(exe)]).splitlines()
+    _run([compiler, f"-std={std}", "-O1", str(src), "-I", sdk["include_dir"],
+          "-L", sdk["lib_dir"], f"-Wl,-rpath,{sdk['lib_dir']}", "-lkwker", "-o", str(exe)])
+    return _run([str(exe)]).splitlines()
+
+
+def test_c_program_against_the_sdk(tmp_path):
+    out = _build_and_run(tmp_path, C_PROGRAM, ".c", "gcc", "c11")
     assert out[0] == "-1 -0 0 2 3 nan | 0 3 4 5 2 1"
     assert out[1].startswith("1 kwker_sort_segments: offsets[1] = 9 is outside [0, 6]")
 
 
 def test_cpp_program_with_the_header_only_sugar(tmp_path):
-    sdk = _sdk()
-    src = tmp_path / "prog.cpp"
-    src.write_text(CPP_PROGRAM)
-    exe = tmp_path / "prog"
-    _run(["g++", "-std=c++17", "-O1", str(src), "-I", sdk["include_dir"], "-L", sdk["lib_dir"],
-          f"-Wl,-rpath,{sdk['lib_dir']}", "-lkwker", "-o", str(exe)])
-    out = _run([str(exe)]).splitlines()
+    out = _build_and_run(tmp_path, CPP_PROGRAM, ".cpp", "g++", "c++17")
     assert out[0] == "1 3 5 5 | 0 2 1 3"
     assert out[1].startswith("error 4: unknown engine 'no-such-engine'")
 
