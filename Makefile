@@ -15,10 +15,15 @@ $(VENV)/bin/python:
 
 # torch first and pinned: the CPU wheel of 2.13.0 is the one this machine serves; an unpinned
 # torch requirement elsewhere would otherwise pull a multi-GB CUDA build.
+# clang: CompileIQ ships a clang search space and tests it against the real compiler (Debian package).
 setup: $(VENV)/bin/python
+	@command -v clang >/dev/null || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq clang >/dev/null; } \
+	  || echo "WARNING: could not install clang (apt-get failed): clang search-space tests will be skipped"; }
 	$(PIP) install -q "torch==2.13.0" scikit-build-core ninja cmake build setuptools wheel
 	$(PIP) install -q --no-build-isolation -e "kwker[test,bench]"
 	@if [ -f compileiq/pyproject.toml ]; then $(PIP) install -q --no-build-isolation -e "compileiq[test]"; fi
+	@if [ -x compileiq/scripts/install_toolchains.sh ]; then compileiq/scripts/install_toolchains.sh $(BUILD)/toolchains $(CURDIR)/$(VENV)/bin/pip; fi
 
 demo: setup
 	$(PY) -m kwker doctor

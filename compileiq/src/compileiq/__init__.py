@@ -12,4 +12,18 @@ try:
 except PackageNotFoundError:  # running from a source tree without an install
     __version__ = "0.0.0+unknown"
 
-__all__ = ["__version__"]
+from .utils.validation import BASELINE_CONFIG, INVALID_SCORE  # noqa: E402
+
+
+def __getattr__(name):
+    # Search and SearchConfiguration load lazily: worker processes import this package, and
+    # should not pay for pandas (which Search needs) on every start
+    if name == "Search":
+        from .ciq import Search
+        return Search
+    if name == "SearchConfiguration":
+        from .types import SearchConfiguration
+        return SearchConfiguration
+    raise AttributeError(f"module 'compileiq' has no attribute {name!r}")
+
+__all__ = ["__version__", "Search", "SearchConfiguration", "INVALID_SCORE", "BASELINE_CONFIG"]

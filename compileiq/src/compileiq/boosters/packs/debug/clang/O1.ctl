@@ -1,0 +1,2 @@
+# compileiq-controls v1 compiler=clang version=14.0
+-O1

@@ -1,0 +1,2 @@
+# compileiq-controls v1 compiler=ptxas version=13.0
+-O0

@@ -1,0 +1,77 @@
+"""``python -m compileiq demo``: two real searches, offline, on the shipped search spaces.
+
+1. GCC: tunes the options of a bundled stencil kernel with real timings (normalised to -O2), then
+   re-measures -O2 and the best candidates interleaved and keeps only winners that pass the
+   validation gate (Welch's t-test, Cohen's d, spread, CV: compileiq.validate).
+2. ptxas: tunes a register-heavy CUDA kernel for two objectives (spill bytes, SASS instructions)
+   and prints the Pareto front (with a GPU it times the kernel instead).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from . import Search, SearchConfiguration
+from .examples import gcc_stencil
+from .search_spaces.compilers import GccSearchSpace
+from .worker import MultiProcessWorker
+
+
+def _gcc_demo(generations: int, pool_size: int, num_workers: int, out: Path, top_k: int = 3) -> None:
+    from .validate import validate
+    space = GccSearchSpace()
+    print(f"[1/2] GCC: tuning {space.toolchain.name} {space.toolchain.version_str} options of a 2-D stencil "
+          f"({generations} generations x {pool_size} candidates, {num_workers} workers); baseline -O2")
+    cfg = SearchConfiguration(generations=generations, pool_size=pool_size, normalize=True, seed=7)
+    t0 = time.perf_counter()
+    res = Search(gcc_stencil.objective, space, cfg, worker_type=MultiProcessWorker,
+                 dump_results=out).start(num_workers=num_workers, task_timeout=120)
+    df = res.get_results()
+    cands = df[[not (isinstance(m, dict) and m.get("baseline")) for m in df["metadata"]]]
+    ranked = cands[cands["norm_score_1"] != "*"].sort_values("norm_score_1", key=lambda c: c.astype(float))
+    print(f"      searched {len(cands)} candidates in {time.perf_counter() - t0:.1f} s; results: {out}")
+    top = ranked.head(top_k)
+    with tempfile.TemporaryDirectory(prefix="ciq-demo-validate-") as d:
+        (Path(d) / "base").mkdir()
+        base_exe = gcc_stencil.build({}, Path(d) / "base")[0]
+        runners = {}
+        for i, (_, row) in enumerate(top.iterrows()):
+            folder = Path(d) / f"c{i}"
+            folder.mkdir()
+            exe = gcc_stencil.build(row["params"], folder)[0]
+            runners[f"#{i + 1} ({float(row['norm_score_1']):.3f}x in search)"] = _runner(exe)
+        print(f"      validating the top {len(runners)} against -O2 (interleaved, 20 warm-up, 60 trials each)...")
+        decisions = validate(_runner(base_exe), runners, trials=60, warmup=20, output=out.with_name("validation.csv"))
+    print("      | candidate | baseline us | candidate us | speed-up | p | d | decision |")
+    print("      |---|---|---|---|---|---|---|")
+    for dec in decisions:
+        v = dec.verdict
+        print(f"      | {dec.name} | {v.baseline.mean / 1e3:.1f} | {v.candidate.mean / 1e3:.1f} | "
+              f"{v.speedup:.3f}x | {dec.p_value:.2g} | {dec.cohens_d:.2f} | {dec.decision} |")
+    kept = [dec for dec in decisions if dec.kept]
+    if kept:
+        best = max(kept, key=lambda dec: dec.verdict.speedup)
+        print(f"      winner: {best.name}, {best.verdict.speedup:.3f}x faster than -O2 "
+              f"(p={best.p_value:.2g}, d={best.cohens_d:.2f}); decisions: {out.with_name('validation.csv')}")
+    else:
+        print("      no candidate passed validation: on this machine -O2 is as good as the search could show")
+
+
+def _runner(exe):
+    def run_once():
+        return gcc_stencil.time_binary(exe, repeats=1)
+    return run_once
+
+
+def run_demo(generations: int = 5, pool_size: int = 12, num_workers: int = 2, output: str | None = None) -> int:
+    folder = Path(output).parent if output else Path(tempfile.mkdtemp(prefix="compileiq-demo-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    gcc_csv = Path(output) if output else folder / "gcc-results.csv"
+    _gcc_demo(generations, pool_size, num_workers, gcc_csv)
+    print()
+    from .examples.ptxas_spill import run_ptxas_demo
+    print("[2/2] ptxas:")
+    run_ptxas_demo(generations=6, pool_size=16, num_workers=num_workers, output=folder / "ptxas-results.csv")
+    return 0

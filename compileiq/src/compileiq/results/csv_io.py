@@ -1,0 +1,104 @@
+"""The results CSV: columns ``metadata, generation, score_1..score_k, params[, norm_score_1..k]``.
+
+metadata and params are JSON text; a failed score is INVALID_SCORE ("*"). Files are written to a
+temporary name in the same folder and renamed, so a reader (or a killed run) never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+SCORE_RE = re.compile(r"^score_(\d+)$")
+NORM_RE = re.compile(r"^norm_score_(\d+)$")
+
+
+def score_columns(df: pd.DataFrame) -> list[str]:
+    cols = [c for c in df.columns if SCORE_RE.match(str(c))]
+    return sorted(cols, key=lambda c: int(SCORE_RE.match(c).group(1)))
+
+
+def norm_columns(df: pd.DataFrame) -> list[str]:
+    cols = [c for c in df.columns if NORM_RE.match(str(c))]
+    return sorted(cols, key=lambda c: int(NORM_RE.match(c).group(1)))
+
+
+def column_order(k: int, normalized: bool) -> list[str]:
+    cols = ["metadata", "generation"] + [f"score_{i + 1}" for i in range(k)] + ["params"]
+    if normalized:
+        cols += [f"norm_score_{i + 1}" for i in range(k)]
+    return cols
+
+
+def _json_or_text(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # params that are not JSON stay strings (NVIDIA's rule)
+
+
+def _score_cell(v: Any) -> Any:
+    if isinstance(v, str):
+        if v.strip() == "*":
+            return "*"
+        try:
+            f = float(v)
+        except ValueError:
+            return "*"
+        return int(f) if f.is_integer() and "." not in v and "e" not in v.lower() else f
+    if v is None or (isinstance(v, float) and v != v):
+        return "*"
+    return v
+
+
+def write_csv(df: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write atomically: temporary file in the same folder, fsync, rename."""
+    path = Path(path)
+    if path.exists() and path.is_dir():
+        raise IsADirectoryError(f"results path {path} is a folder; give a file name such as {path / 'results.csv'}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise FileNotFoundError(f"cannot write results to {path}: the folder {parent} does not exist; create it first")
+    out = df.copy()
+    for col in ("metadata", "params"):
+        if col in out.columns:
+            out[col] = [v if isinstance(v, str) else json.dumps(v, sort_keys=False) for v in out[col]]
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=parent)
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            out.to_csv(fh, index=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def read_csv(path: str | os.PathLike) -> pd.DataFrame:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"results file {path} does not exist")
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    if "score" in df.columns and "score_1" not in df.columns:
+        df = df.rename(columns={"score": "score_1"})  # older single-objective files
+    for c in score_columns(df) + norm_columns(df):
+        df[c] = [_score_cell(v) for v in df[c]]
+    if "generation" in df.columns:
+        df["generation"] = [int(float(v)) if str(v).strip() not in ("", "*") else -1 for v in df["generation"]]
+    for col in ("metadata", "params"):
+        if col in df.columns:
+            df[col] = [_json_or_text(v) for v in df[col]]
+    return df

@@ -1,0 +1,1 @@
+"""Search spaces: the DSL (``base``) and, in ``compilers``, spaces built from compiler options."""

@@ -1,0 +1,1 @@
+"""Helpers with NVIDIA-compatible import paths: ``validation`` (Score) and ``helpers`` (controls files)."""

@@ -1,0 +1,288 @@
+"""Re-measure the baseline and the candidates interleaved, then apply the ship rule to each.
+
+Interleaving (baseline, c1, c2, baseline, c1, c2, ...) spreads slow drift (thermal throttling,
+another job starting) over every side alike, where measuring one side after the other would
+turn drift into a fake difference. The order rotates each round so no side always runs right
+after the same neighbour.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import CompileIQError
+from . import record
+from .measure import CallableMeasure, CommandMeasure, NoScore, SAMPLE_CHARS
+from .provenance import config_hash
+from .stats import ALPHA, MAX_CV, MAX_SPREAD_RATIO, MIN_EFFECT, Verdict, welch_decide
+
+Progress = Callable[[str, int, int], None]
+
+
+class NoScoreError(CompileIQError, RuntimeError):
+    """More than half the trials of one side produced no score; deciding on the rest would be a guess."""
+
+
+@dataclass
+class Candidate:
+    """One configuration to measure: a name, a source of measurements and what identifies it."""
+
+    name: str
+    measure: Callable[[], float]
+    params: Any = None
+    controls: str | None = None   # controls / ACF file the configuration comes from
+    command: str | None = None    # shell command, when measured by one
+
+    def __post_init__(self):
+        if not isinstance(self.measure, (CallableMeasure, CommandMeasure)):
+            # a bare callable's None, "*" or exception must count as "no score", not crash the run
+            self.measure = CallableMeasure(self.measure)
+
+    @property
+    def config_hash(self) -> str:
+        return config_hash(self.params, self.controls, self.command)
+
+    def describe(self) -> str:
+        return f"`{self.command}`" if self.command else self.name
+
+
+@dataclass
+class Decision:
+    """The ship rule's verdict on one candidate, with the samples and identity behind it."""
+
+    name: str
+    verdict: Verdict
+    baseline_samples: list[float] = field(repr=False)
+    candidate_samples: list[float] = field(repr=False)
+    params: Any = None
+    config_hash: str = ""
+    controls: str | None = None
+    command: str | None = None
+
+    @property
+    def decision(self) -> str:
+        return self.verdict.decision
+
+    @property
+    def kept(self) -> bool:
+        return self.verdict.kept
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return self.verdict.reasons
+
+    @property
+    def p_value(self) -> float:
+        return self.verdict.p_value
+
+    @property
+    def cohens_d(self) -> float:
+        return self.verdict.cohens_d
+
+    def summary_line(self) -> str:
+        v = self.verdict
+        b, c = v.baseline, v.candidate
+        return (f"{self.name}: {v.decision}  baseline {b.mean:.6g} ± {b.sd:.3g} (CV {b.cv:.1%})  "
+                f"candidate {c.mean:.6g} ± {c.sd:.3g} (CV {c.cv:.1%})  speed-up {v.speedup:.3f}x  "
+                f"p={v.p_value:.3g}  d={v.cohens_d:.3g}")
+
+
+def as_candidate(obj: Any, name: str, *, score_regex: str | None = None, timeout: float | None = None) -> Candidate:
+    """A Candidate from a Candidate, a shell command (str) or a zero-argument callable."""
+    if isinstance(obj, Candidate):
+        return obj
+    if isinstance(obj, str):
+        return Candidate(name, CommandMeasure(obj, score_regex, timeout=timeout), command=obj)
+    if callable(obj):
+        return Candidate(name, CallableMeasure(obj))
+    raise TypeError(f"{name}: expected a shell command (str), a callable returning one number, or a Candidate; "
+                    f"got {type(obj).__name__}")
+
+
+_FIXES = {
+    "no-match": ("run the command by hand and look at what it prints, then make the score regex match the number; "
+                 "the first capture group (or the whole match) is the score, e.g. --score-regex 'time: ([0-9.]+) ms'"),
+    "exit-status": "run the command by hand: it must exit with status 0 and print its measurement",
+    "timeout": "raise the per-run limit (--timeout) or shorten the benchmark",
+    "exception": "call the measurement function by hand to see the full traceback and fix it",
+    "bad-value": "make the measurement return one finite number per call (e.g. the time in ms)",
+}
+
+
+class _Tally:
+    """Failures of one side: how many, and the last one, to show in the refusal."""
+
+    def __init__(self, cand: Candidate):
+        self.cand = cand
+        self.samples: list[float] = []
+        self.runs = 0
+        self.failures = 0
+        self.last: NoScore | None = None
+
+    def refusal(self, planned: int, phase: str) -> NoScoreError:
+        e = self.last
+        sample = (e.output or "").strip()[:SAMPLE_CHARS] if e else ""
+        lines = [f"refusing to decide: {self.cand.describe()} ({self.cand.name}) produced no score in "
+                 f"{self.failures} of its first {self.runs} {phase} runs, more than half of the {planned} planned."]
+        if e is not None:
+            lines.append(f"Last failure: {e}.")
+            if sample:
+                lines.append("Sample of its output:\n" + "\n".join("    | " + ln for ln in sample.splitlines()))
+            elif e.kind in ("no-match", "exit-status"):
+                lines.append("It printed nothing.")
+            lines.append("Fix: " + _FIXES.get(e.kind, _FIXES["bad-value"]) + ".")
+        return NoScoreError("\n".join(lines))
+
+
+def _call(t: _Tally, keep: bool) -> None:
+    t.runs += 1
+    try:
+        x = t.cand.measure()
+    except NoScore as e:
+        t.failures += 1
+        t.last = e
+        return
+    if keep:
+        t.samples.append(x)
+
+
+def measure_interleaved(cands: Sequence[Candidate], *, trials: int, warmup: int,
+                        progress: Progress | None = None) -> list[list[float]]:
+    """``trials`` kept measurements per candidate (after ``warmup`` discarded ones), interleaved.
+
+    Raises NoScoreError as soon as one side has failed in more than half of a phase's runs: the
+    outcome is then certain and waiting for the remaining runs would only waste time."""
+    tallies = [_Tally(c) for c in cands]
+    for phase, rounds, keep in (("warm-up", warmup, False), ("trial", trials, True)):
+        for t in tallies:
+            t.runs, t.failures, t.last = 0, 0, None
+        for r in range(rounds):
+            k = r % len(tallies)
+            for t in tallies[k:] + tallies[:k]:
+                _call(t, keep)
+                if t.failures * 2 > rounds:
+                    raise t.refusal(rounds, phase)
+            if progress is not None:
+                progress(phase, r + 1, rounds)
+    return [t.samples for t in tallies]
+
+
+def _check_counts(trials: int, warmup: int) -> None:
+    if not isinstance(trials, int) or trials < 2:
+        raise ValueError(f"trials={trials!r}: a t-test needs at least 2 trials per side (100 recommended)")
+    if not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup={warmup!r} must be an integer >= 0 (50 recommended)")
+
+
+def validate(baseline: Any, candidates: Sequence[Any] | Mapping[str, Any], *, problem_type: str = "min",
+             trials: int = 100, warmup: int = 50, score_regex: str | None = None, timeout: float | None = None,
+             output: str | os.PathLike | None = None, input_shape: str | None = None, framework: str | None = None,
+             alpha: float = ALPHA, min_effect: float = MIN_EFFECT, max_spread_ratio: float = MAX_SPREAD_RATIO,
+             max_cv: float = MAX_CV, progress: Progress | None = None) -> list[Decision]:
+    """Re-measure ``baseline`` and every candidate interleaved and decide KEPT / REJECTED:<reason>.
+
+    baseline and candidates are shell commands (read with ``score_regex``), zero-argument callables
+    returning one number, or Candidate objects; candidates may be a {name: source} mapping. With
+    ``output`` one row per decision is appended to that CSV. Raises NoScoreError when more than half
+    of one side's trials produced no score."""
+    if problem_type not in ("min", "max"):
+        raise ValueError(f"problem_type={problem_type!r} must be 'min' (lower is better) or 'max' (higher is better)")
+    _check_counts(trials, warmup)
+    items: Iterable = candidates.items() if isinstance(candidates, Mapping) else (
+        (f"candidate-{i + 1}", c) for i, c in enumerate(candidates))
+    opts = dict(score_regex=score_regex, timeout=timeout)
+    cands = [as_candidate(c, name, **opts) for name, c in items]
+    if not cands:
+        raise ValueError("no candidates to validate: give at least one candidate command, callable or Candidate")
+    base = as_candidate(baseline, "baseline", **opts)
+    if output is not None:
+        record.check(output)
+    samples = measure_interleaved([base, *cands], trials=trials, warmup=warmup, progress=progress)
+    decisions = []
+    for cand, cs in zip(cands, samples[1:]):
+        v = welch_decide(samples[0], cs, problem_type, alpha=alpha, min_effect=min_effect,
+                         max_spread_ratio=max_spread_ratio, max_cv=max_cv)
+        decisions.append(Decision(cand.name, v, list(samples[0]), list(cs), cand.params, cand.config_hash,
+                                  cand.controls, cand.command))
+    if output is not None:
+        ctx = record.context(baseline_command=base.command or base.name, input_shape=input_shape or "",
+                             framework=framework or "", problem_type=problem_type, trials=trials, warmup=warmup)
+        record.append(output, decisions, ctx)
+    return decisions
+
+
+def _numeric(values) -> np.ndarray:
+    out = []
+    for v in values:
+        try:
+            out.append(float(v))
+        except (TypeError, ValueError):
+            out.append(np.nan)  # INVALID_SCORE ("*") and anything unreadable never rank
+    return np.asarray(out, dtype=float)
+
+
+def pick_candidates(result, top_k: int | None = 3, front: bool | None = None) -> list[dict]:
+    """Rows of a SearchResult to validate: the top_k best (one objective) or the Pareto front
+    (several objectives, best first by mean score, capped at top_k unless it is None)."""
+    from ..results.csv_io import norm_columns, score_columns
+
+    k = result.num_objectives
+    if front is None:
+        front = k >= 2
+    if front:
+        return _unique(result.pareto_front(), top_k)
+    df = result.get_results()
+    if "metadata" in df.columns:
+        df = df[[not (isinstance(m, dict) and m.get("baseline")) for m in df["metadata"]]]
+    cols = norm_columns(df) or score_columns(df)
+    if not cols:
+        raise ValueError("the search result has no score_1 column to rank candidates by")
+    vals = _numeric(df[cols[0]])
+    order = np.argsort(-vals if result.problem_type == "max" else vals, kind="stable")
+    return _unique((df.iloc[int(i)].to_dict() for i in order if not np.isnan(vals[i])), top_k)
+
+
+def _unique(rows: Iterable[dict], top_k: int | None) -> list[dict]:
+    """The first top_k rows with distinct params: one configuration measured twice is one candidate."""
+    out, seen = [], set()
+    for row in rows:
+        key = json.dumps(row.get("params"), sort_keys=True, default=str)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(row)
+        if top_k is not None and len(out) >= top_k:
+            break
+    return out
+
+
+def validate_result(search_result, measure_fn: Callable[[Any], Any], top_k: int | None = 3, *,
+                    front: bool | None = None, baseline_params: Any = None, **kwargs) -> list[Decision]:
+    """Validate the best candidates of a search: ``measure_fn(params)`` returns one measurement of
+    the configuration ``params`` (the baseline is measured as ``measure_fn(baseline_params)``,
+    default BASELINE_CONFIG ``{}``). ``search_result`` is a SearchResult or a results CSV path.
+    Other keyword arguments go to validate(); problem_type defaults to the result's."""
+    from ..results import SearchResult
+
+    if isinstance(search_result, (str, os.PathLike)):
+        search_result = SearchResult.from_csv(search_result, kwargs.get("problem_type", "min"))
+    kwargs.setdefault("problem_type", search_result.problem_type)
+    rows = pick_candidates(search_result, top_k, front)
+    if not rows:
+        raise ValueError("the search result holds no valid candidate to validate (every score is INVALID_SCORE); "
+                         "run `compileiq diagnose <results.csv>` to see why")
+    base_params = {} if baseline_params is None else baseline_params
+    base = Candidate("baseline", CallableMeasure(measure_fn, base_params, pass_params=True), params=base_params)
+    cands = {}
+    for i, row in enumerate(rows):
+        meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
+        name = str(meta.get("param_id") or f"rank-{i + 1}")
+        name = name if name not in cands else f"{name}-{i + 1}"
+        cands[name] = Candidate(name, CallableMeasure(measure_fn, row.get("params"), pass_params=True),
+                                params=row.get("params"))
+    return validate(base, cands, **kwargs)

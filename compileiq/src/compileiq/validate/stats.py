@@ -1,0 +1,183 @@
+"""The ship rule: one-sided Welch's t-test, Cohen's d, spread and noise checks on two samples.
+
+Everything here is a pure function of numbers, so the rule can be tested without measuring anything.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+ALPHA = 0.05           # one-sided significance level
+MIN_EFFECT = 0.2       # Cohen's d below this is too small to be worth shipping
+MAX_SPREAD_RATIO = 1.25  # candidate p5-p95 span may be at most 25% wider than the baseline's
+MAX_CV = 0.10          # above this coefficient of variation the noise hides any real difference
+
+KEPT = "KEPT"
+
+# Reasons in the order they are reported: noise first, because when the measurement is too noisy
+# the other checks mean nothing.
+REASONS = ("noisy", "mean-not-better", "not-significant", "small-effect", "wider-spread")
+
+NOISY_ADVICE = (
+    "lock the GPU and memory clocks: sudo nvidia-smi -pm 1; sudo nvidia-smi --lock-gpu-clocks=<MHz>,<MHz>; "
+    "sudo nvidia-smi --lock-memory-clocks=<MHz>,<MHz> (undo with --reset-gpu-clocks / --reset-memory-clocks)",
+    "pin one GPU and keep other jobs off it: CUDA_VISIBLE_DEVICES=<index>; watch it with nvidia-smi dmon",
+    "raise the warm-up (--warmup 100 or more) and the trials (--trials 200) so caches and clocks settle",
+    "CPU benchmarks: pin to one idle core (taskset -c 3 <command>) and stop frequency scaling "
+    "(cpupower frequency-set -g performance)",
+)
+
+REASON_TEXT = {
+    "noisy": "CV above {max_cv:.0%} on the baseline or the candidate: too noisy to decide",
+    "mean-not-better": "the candidate's mean is not better (a lucky minimum during the search, not a real win)",
+    "not-significant": "one-sided Welch p = {p:.3g} is not below {alpha}",
+    "small-effect": "Cohen's d = {d:.3g} is not above {min_effect}",
+    "wider-spread": "the candidate's p5-p95 span is {ratio:.2f}x the baseline's (limit {max_spread:.2f}x)",
+}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the decision log keeps of one sample."""
+
+    n: int
+    mean: float
+    sd: float
+    p5: float
+    p95: float
+    cv: float  # sd / |mean|; inf when the mean is 0 and the sd is not
+
+    @classmethod
+    def of(cls, samples: Sequence[float]) -> "Summary":
+        x = _as_array(samples, "samples")
+        mean = float(x.mean())
+        sd = float(x.std(ddof=1)) if len(x) > 1 else 0.0
+        p5, p95 = (float(v) for v in np.percentile(x, [5, 95]))
+        cv = sd / abs(mean) if mean != 0 else (0.0 if sd == 0 else math.inf)
+        return cls(len(x), mean, sd, p5, p95, cv)
+
+    @property
+    def spread(self) -> float:
+        return self.p95 - self.p5
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class WelchResult:
+    t: float
+    df: float
+    p_value: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of the ship rule for one candidate against the baseline."""
+
+    decision: str                 # "KEPT" or "REJECTED:<first reason>"
+    reasons: tuple[str, ...]      # every check that failed, in REASONS order
+    baseline: Summary
+    candidate: Summary
+    p_value: float
+    cohens_d: float
+    t: float
+    df: float
+    problem_type: str
+    explanations: tuple[str, ...] = field(default=())
+    advice: tuple[str, ...] = field(default=())
+
+    @property
+    def kept(self) -> bool:
+        return self.decision == KEPT
+
+    @property
+    def speedup(self) -> float:
+        """How many times better the candidate's mean is (>1 = better), in the problem's direction."""
+        b, c = self.baseline.mean, self.candidate.mean
+        num, den = (b, c) if self.problem_type == "min" else (c, b)
+        return num / den if den != 0 else math.inf
+
+
+def _as_array(samples: Sequence[float], what: str) -> np.ndarray:
+    x = np.asarray(list(samples), dtype=float)
+    if x.ndim != 1:
+        raise ValueError(f"{what} must be a flat sequence of numbers, got shape {x.shape}")
+    x = x[np.isfinite(x)]
+    if len(x) < 2:
+        raise ValueError(f"{what}: at least 2 finite measurements are needed for a t-test, got {len(x)}")
+    return x
+
+
+def _check_problem_type(problem_type: str) -> None:
+    if problem_type not in ("min", "max"):
+        raise ValueError(f"problem_type={problem_type!r} must be 'min' (lower is better, e.g. time) "
+                         "or 'max' (higher is better, e.g. throughput)")
+
+
+def welch_one_sided(baseline: Sequence[float], candidate: Sequence[float], problem_type: str = "min") -> WelchResult:
+    """Welch's unequal-variance t-test of "the candidate improves on the baseline".
+
+    t = (mean_c - mean_b) / sqrt(var_c/n_c + var_b/n_b) with the Welch-Satterthwaite degrees of
+    freedom; the p-value is the tail in the direction of improvement (lower tail for "min")."""
+    try:
+        from scipy.stats import t as student_t  # scipy is heavy: only the ship rule needs it
+    except ImportError as e:
+        raise ImportError("the Welch t-test of compileiq.validate needs scipy: pip install scipy") from e
+
+    _check_problem_type(problem_type)
+    b, c = _as_array(baseline, "baseline samples"), _as_array(candidate, "candidate samples")
+    nb, nc = len(b), len(c)
+    vb, vc = b.var(ddof=1) / nb, c.var(ddof=1) / nc
+    diff = float(c.mean() - b.mean())
+    se2 = vb + vc
+    if se2 == 0:  # both samples constant: the sign of the difference is certain
+        improved = diff < 0 if problem_type == "min" else diff > 0
+        t = -math.inf if diff < 0 else (math.inf if diff > 0 else 0.0)
+        return WelchResult(t, float(nb + nc - 2), 0.0 if improved else 1.0)
+    t = diff / math.sqrt(se2)
+    df = se2 ** 2 / (vb ** 2 / (nb - 1) + vc ** 2 / (nc - 1))
+    p = float(student_t.cdf(t, df) if problem_type == "min" else student_t.sf(t, df))
+    return WelchResult(float(t), float(df), p)
+
+
+def cohens_d(baseline: Sequence[float], candidate: Sequence[float], problem_type: str = "min") -> float:
+    """Effect size, positive when the candidate is better; pooled sd = sqrt((var_b + var_c) / 2)."""
+    _check_problem_type(problem_type)
+    b, c = _as_array(baseline, "baseline samples"), _as_array(candidate, "candidate samples")
+    gain = float(b.mean() - c.mean()) if problem_type == "min" else float(c.mean() - b.mean())
+    pooled = math.sqrt((b.var(ddof=1) + c.var(ddof=1)) / 2)
+    if pooled == 0:
+        return 0.0 if gain == 0 else math.copysign(math.inf, gain)
+    return gain / pooled
+
+
+def welch_decide(baseline_samples: Sequence[float], candidate_samples: Sequence[float], problem_type: str = "min", *,
+                 alpha: float = ALPHA, min_effect: float = MIN_EFFECT, max_spread_ratio: float = MAX_SPREAD_RATIO,
+                 max_cv: float = MAX_CV) -> Verdict:
+    """Apply the ship rule: KEPT only when p < alpha, d > min_effect, the mean is better, the spread
+    is at most max_spread_ratio times the baseline's and neither side's CV exceeds max_cv."""
+    _check_problem_type(problem_type)
+    bs, cs = Summary.of(baseline_samples), Summary.of(candidate_samples)
+    w = welch_one_sided(baseline_samples, candidate_samples, problem_type)
+    d = cohens_d(baseline_samples, candidate_samples, problem_type)
+    better = cs.mean < bs.mean if problem_type == "min" else cs.mean > bs.mean
+    ratio = cs.spread / bs.spread if bs.spread > 0 else (1.0 if cs.spread == 0 else math.inf)
+    failed = {
+        "noisy": bs.cv > max_cv or cs.cv > max_cv,
+        "mean-not-better": not better,
+        "not-significant": not w.p_value < alpha,
+        "small-effect": not d > min_effect,
+        "wider-spread": ratio > max_spread_ratio,
+    }
+    reasons = tuple(r for r in REASONS if failed[r])
+    values = dict(max_cv=max_cv, p=w.p_value, alpha=alpha, d=d, min_effect=min_effect, ratio=ratio,
+                  max_spread=max_spread_ratio)
+    explanations = tuple(REASON_TEXT[r].format(**values) for r in reasons)
+    advice = NOISY_ADVICE if "noisy" in reasons else ()
+    decision = KEPT if not reasons else f"REJECTED:{reasons[0]}"
+    return Verdict(decision, reasons, bs, cs, w.p_value, d, w.t, w.df, problem_type, explanations, advice)

@@ -1,0 +1,25 @@
+"""The O0/O3 canary on a real gcc objective: a clean build passes, a stale build folder fails."""
+
+from compileiq.boosters import canary
+
+
+def test_clean_build_passes(clean_objective):
+    result = canary(clean_objective, "gcc", repeats=3)
+    assert result.verdict == "PASS", result.report()
+    assert result.passed and result.cause == "ok"
+    assert result.ratios["O0"] > 2.0  # -O0 is far slower than the -O3 build
+    assert abs(result.ratios["O3"] - 1) <= 0.05
+    assert clean_objective.calls == 9  # 3 configurations x 3 rounds, every one a fresh compile
+    assert "PASS" in result.report() and "x" in result.report()
+
+
+def test_stale_build_folder_fails_and_names_the_cause(stale_objective):
+    result = canary(stale_objective, "gcc", repeats=3)
+    assert result.verdict == "FAIL"
+    assert not result.passed
+    assert result.cause == "controls-not-applied"
+    assert abs(result.ratios["O0"] - 1) < 0.05  # O0 timed the baseline's stale binary
+    text = result.report()
+    assert "stale build folder" in text and "make" in text
+    assert "fresh folder" in text  # the fix
+    assert "do not reach the compiler" in text

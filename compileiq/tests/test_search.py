@@ -1,0 +1,218 @@
+"""Search end to end with the in-process worker (fast), plus the process worker where it matters."""
+
+import json
+import math
+import warnings
+
+import pytest
+
+import compileiq.search_spaces.base as ss
+from compileiq import BASELINE_CONFIG, INVALID_SCORE, Search, SearchConfiguration
+from compileiq.errors import ConfigurationError, SearchFailedError, SearchSpaceExhaustedWarning
+from compileiq.results import read_csv
+from compileiq.worker import MultiProcessWorker, SequentialWorker
+
+SPACE = {"a": ss.range(0, 15), "b": ss.range(0, 15), "c": ss.choice(["x", "y", "z"])}
+
+
+def quad(cfg):
+    return (cfg["a"] - 11) ** 2 + (cfg["b"] - 4) ** 2 + {"x": 3, "y": 0, "z": 5}[cfg["c"]]
+
+
+def search(obj=quad, space=SPACE, **kw):
+    cfg = kw.pop("config", None) or SearchConfiguration(generations=kw.pop("generations", 6), seed=kw.pop("seed", 1),
+                                                         **kw.pop("cfg", {}))
+    kw.setdefault("worker_type", SequentialWorker)
+    kw.setdefault("disable_progress_bar", True)
+    return Search(obj, space, cfg, **kw)
+
+
+def test_finds_the_optimum_and_writes_the_documented_columns(tmp_path):
+    out = tmp_path / "results.csv"
+    res = search(generations=12, dump_results=out).start()
+    best = res.get_best_result()
+    assert best["score_1"] == 0 and best["params"] == {"a": 11, "b": 4, "c": "y"}
+    df = read_csv(out)
+    assert list(df.columns) == ["metadata", "generation", "score_1", "params"]
+    assert len(df) == len(res) and df["generation"].max() == 11
+    keys = [json.dumps(p, sort_keys=True) for p in df["params"]]
+    assert len(keys) == len(set(keys)), "a candidate was evaluated twice"
+    assert {"param_id", "seed", "pid"} <= set(df.loc[0, "metadata"])
+
+
+def test_max_problem_type():
+    res = search(lambda c: -quad(c), generations=10, cfg={"problem_type": "max"}).start()
+    assert res.get_best_result()["score_1"] == 0
+
+
+@pytest.mark.parametrize("ret, k", [(True, 1), ((1.0,), 1), ([1.0], 1), ("fast", 1), ((1.0, 2.0, 3.0), 2), (1.0, 2)])
+def test_return_values_not_in_expected_format_score_invalid_and_say_the_rule(ret, k, ciq_log):
+    s = search(lambda c: ret, generations=1, cfg={"num_objectives": k}, exit_on_failure=False)
+    res = s.start()
+    df = res.get_results()
+    assert (df["score_1"] == INVALID_SCORE).all()
+    msg = "\n".join(r.getMessage() for r in ciq_log.records)
+    assert "not in expected format" in msg and repr(ret) in msg
+    assert ("must return one int or float" if k == 1 else f"exactly {k} numbers") in msg
+
+
+def test_nan_and_inf_become_invalid():
+    vals = iter([math.nan, math.inf, -math.inf] + [1.0] * 100)
+    res = search(lambda c: next(vals), generations=1).start()
+    assert list(res.get_results()["score_1"][:3]) == [INVALID_SCORE] * 3
+
+
+def test_every_first_generation_failure_raises_a_diagnosis():
+    with pytest.raises(SearchFailedError) as e:
+        search(lambda c: (1.0,), generations=3).start()
+    text = str(e.value)
+    assert "not in expected format" in text and "tuple (1.0,)" in text and "num_objectives=1" in text
+    assert "exit_on_failure=False" in text
+
+    def boom(c):
+        raise RuntimeError("nvcc exploded")
+    with pytest.raises(SearchFailedError, match="RuntimeError: nvcc exploded"):
+        search(boom, generations=3).start()
+
+
+def test_objective_exceptions_go_to_the_run_log_and_the_first_few_to_the_console(tmp_path, monkeypatch, ciq_log):
+    monkeypatch.setenv("CIQ_KEEP_CACHE", "1")
+
+    def flaky(c):
+        if c["a"] % 2:
+            raise ValueError(f"odd a={c['a']}")
+        return quad(c)
+    res = search(flaky, generations=2, cache_folder=tmp_path / "cache").start()
+    failed = res.get_results()["score_1"].eq(INVALID_SCORE).sum()
+    assert failed > 3
+    console = [r for r in ciq_log.records if "failed [exception]" in r.getMessage()]
+    assert len(console) == 3 and "ValueError: odd a=" in console[0].getMessage()
+    runs = list((tmp_path / "cache").iterdir())
+    assert len(runs) == 1
+    log = (runs[0] / "run.log").read_text()
+    assert log.count("ValueError: odd a=") == failed and "Traceback" in log
+    kept = list((runs[0] / "failures").iterdir())
+    assert len(kept) == failed
+    assert json.loads((kept[0] / "params.json").read_text())["a"] % 2 == 1
+    assert "ValueError" in (kept[0] / "error.txt").read_text()
+
+
+def test_run_folder_is_removed_unless_kept(tmp_path):
+    search(generations=1, cache_folder=tmp_path / "c").start()
+    assert list((tmp_path / "c").iterdir()) == []
+
+
+def test_kept_failures_hold_the_controls_file_of_hex_candidates(tmp_path, monkeypatch):
+    monkeypatch.setenv("CIQ_KEEP_CACHE", "yes")
+    from compileiq._runfolder import RunFolder
+    run = RunFolder(tmp_path)
+    run.record_failure(7, [{"a": 1}, "0a0b"], "boom")
+    d = run.path / "failures" / "7"
+    assert (d / "controls_1.bin").read_bytes() == b"\x0a\x0b" and "boom" in (d / "error.txt").read_text()
+    run.close()
+    assert d.exists()
+
+
+def test_fromhex_legacy_pattern_gets_the_hint():
+    def legacy(config_blob):
+        return len(bytes.fromhex(config_blob))
+    with pytest.raises(SearchFailedError) as e:
+        search(legacy, generations=2).start()
+    assert "save_compiler_config" in str(e.value) and "fromhex" in str(e.value)
+
+
+def test_normalize_divides_by_the_baseline_which_is_evaluated_first(tmp_path):
+    calls = []
+
+    def obj(c):
+        calls.append(c)
+        return 10.0 if c == BASELINE_CONFIG else 10.0 + quad(c)
+    out = tmp_path / "r.csv"
+    res = search(obj, generations=3, cfg={"normalize": True}, dump_results=out).start()
+    assert calls[0] == {} and sum(1 for c in calls if c == {}) == 1
+    df = res.get_results()
+    assert list(df.columns)[-1] == "norm_score_1"
+    row = df.iloc[1]
+    assert row["norm_score_1"] == pytest.approx(row["score_1"] / 10.0)
+    assert df.iloc[0]["metadata"]["baseline"] is True
+    assert res.get_best_result()["params"] != {}
+
+
+@pytest.mark.parametrize("baseline, needle", [(0.0, "returned 0"), (INVALID_SCORE, "failed")])
+def test_a_zero_or_failed_baseline_stops_the_run(baseline, needle):
+    obj = lambda c: baseline if c == {} else 1.0  # noqa: E731
+    with pytest.raises(SearchFailedError, match=needle):
+        search(obj, generations=2, cfg={"normalize": True}).start()
+
+
+def test_small_space_stops_with_a_warning_and_returns_what_it_evaluated():
+    space = {"a": ss.choice([1, 2, 3]), "b": ss.literal("on", knockout_prob=0.5)}
+    with pytest.warns(SearchSpaceExhaustedWarning, match="6 distinct candidates"):
+        res = search(lambda c: c["a"], space=space, generations=5).start()
+    assert len(res) == 6
+
+
+def test_sample_returns_distinct_candidates_shaped_like_the_objective_input():
+    s = search(space=[SPACE, {"k": ss.literal(1)}])
+    samples = s.sample(20)
+    assert len(samples) == 20 and len({json.dumps(x, sort_keys=True) for x in samples}) == 20
+    assert all(isinstance(x, list) and set(x[0]) == {"a", "b", "c"} for x in samples)
+    with pytest.raises(ConfigurationError, match="num_samples"):
+        s.sample(0)
+
+
+def test_start_argument_checks():
+    s = search()
+    with pytest.raises(ConfigurationError, match="num_workers"):
+        s.start(num_workers=0)
+    with pytest.raises(ConfigurationError, match="task_timeout"):
+        s.start(task_timeout=-1)
+    with pytest.raises(ConfigurationError, match="dump_results"):
+        search(dump_results="/nonexistent-dir/x.csv")
+    with pytest.raises(ConfigurationError, match="engine="):
+        search(engine="simulated-annealing")
+
+
+def test_sequential_worker_warns_that_it_ignores_task_timeout():
+    with pytest.warns(UserWarning, match="ignores task_timeout"):
+        search(generations=1).start(task_timeout=5)
+
+
+def test_ask_tell_drives_the_same_engine():
+    s = search(generations=50)
+    for _ in range(8):
+        cands = s.ask()
+        s.tell({c.param_id: quad(c.params) for c in cands})
+    assert s.result.get_best_result()["score_1"] <= 2
+    cands = s.ask(4)
+    s.tell([(cands[0].param_id, 1.0)])
+    assert len(s.pending_candidates) == 3
+    with pytest.raises(ValueError, match="never asked or were already told"):
+        s.tell({cands[0].param_id: 1.0})
+    with pytest.raises(ValueError, match="given twice"):
+        s.tell([(cands[1].param_id, 1.0), (cands[1].param_id, 2.0)])
+    s.tell({c.param_id: 2.0 for c in cands[1:]})
+    assert not s.pending_candidates
+
+
+def test_ask_tell_with_normalisation_asks_for_the_baseline_first():
+    s = search(cfg={"normalize": True})
+    cands = s.ask(3)
+    assert cands[0].param_id == "baseline" and cands[0].params == {}
+    s.tell({c.param_id: (4.0 if c.param_id == "baseline" else 2.0) for c in cands})
+    df = s.result.get_results()
+    assert set(df["norm_score_1"][1:]) == {0.5}
+
+
+def test_process_worker_runs_closures_and_lambdas_end_to_end(tmp_path):
+    offset = 3
+    res = search(lambda c: quad(c) + offset, generations=2, worker_type=MultiProcessWorker).start(num_workers=2)
+    pids = {r["metadata"]["pid"] for _, r in res.get_results().iterrows()}
+    import os
+    assert os.getpid() not in pids and res.get_best_result()["score_1"] >= 3
+
+
+def test_progress_bar_shows_generation_and_best(capsys):
+    search(generations=3, disable_progress_bar=False).start()
+    err = capsys.readouterr().err
+    assert "Generation 3/3" in err and "best" in err and "(generation" in err
