@@ -113,14 +113,19 @@ def test_variation_stays_in_range_and_respects_knockouts():
     })
     rng = random.Random(0)
     var = Variation(space, rng)
-    pop = [list(space.random_genotype(rng)) for _ in range(50)]
+    pop = [list(space.canonical(space.random_genotype(rng)) or space.random_genotype(rng)) for _ in range(50)]
+    one = [g.name for g in space.genes].index("one")
+    unchanged = 0
     for _ in range(2000):
         a, b = rng.choice(pop), rng.choice(pop)
         child = var.mutate(var.crossover(a, b), rng.random())
         assert all(0 <= v < gene.size for v, gene in zip(child, space.genes))
-        c = space.canonical(child)
-        assert c is None or space.decode(c) is not None
-        assert child != a or space.canonical(a) is None or child != b  # mutation forced a change
+        for vi, pi in var.units:
+            if pi is not None and child[pi] == 0:
+                assert child[vi] == 0  # an absent knob keeps the neutral placeholder
+        assert child[one] == 0  # the one-value literal
+        unchanged += space.canonical(var.mutate(list(a), 0.0)) == space.canonical(a)
+    assert unchanged <= 2  # a mutated copy (at least one change forced) almost never equals its parent
 
 
 def test_hands_out_every_candidate_of_a_small_space_with_presence_genes():

@@ -1,6 +1,5 @@
 """NSGA-II: the sorting helpers against brute force, and the engine against a known Pareto front."""
 
-import itertools
 import math
 import random
 
@@ -122,3 +121,12 @@ def test_tell_checks_the_number_of_objectives():
         eng.tell(batch, [(1.0,), (1.0, 2.0)])
     with pytest.raises(ValueError, match="every entry must be a number"):
         eng.tell(batch[:1], [("fast", 1.0)])
+
+
+def test_hypervolume_matches_counting_unit_cells():
+    rng = random.Random(9)
+    for _ in range(20):
+        points = [(rng.randint(0, 9), rng.randint(0, 9)) for _ in range(rng.randint(1, 12))]
+        cells = sum(1 for x in range(10) for y in range(10)
+                    if any(px <= x and py <= y for px, py in points))
+        assert P.hypervolume_2d(points, (10, 10)) == cells

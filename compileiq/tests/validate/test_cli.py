@@ -46,9 +46,10 @@ def test_controls_with_a_template(tmp_path, capsys):
     fast = tmp_path / "fast.acf"
     fast.write_text("1.0")
     log = tmp_path / "v.csv"
-    # the controls file holds the time to print; the baseline runs with {controls} empty and prints 2.0
+    # the controls file holds the time to print; the baseline runs with {controls} empty and prints 2.0;
+    # the noise scales with the time, so the faster candidate never has the wider spread (the spread rule)
     template = f"{PY} -c \"import sys,random; v=float(open(sys.argv[1]).read()) if len(sys.argv)>1 else 2.0; " \
-               "print('t=%.4f' % (v + random.uniform(-0.01, 0.01)))\" {controls}"
+               "print('t=%.4f' % (v + random.uniform(-0.005, 0.005) * v))\" {controls}"
     rc = main(["--acf", str(fast), "--cmd-template", template, "--trials", "10", "--warmup", "0",
                "--output", str(log), "--quiet"])
     assert rc == 0, capsys.readouterr()

@@ -1,8 +1,8 @@
 """NSGA-II: the default engine for several objectives.
 
-The population is the ``pool_size`` best candidates evaluated so far by (non-domination rank,
-crowding distance); failed candidates rank after every successful one. Parents come from
-tournaments on (rank, crowding) and children from the GA's operators (``ga.Variation``), whose
+The population is the best candidates evaluated so far by (non-domination rank, crowding
+distance), 3/8 of a batch; failed candidates rank after every successful one. Parents come from
+binary tournaments on (rank, crowding) and children from the GA's operators (``ga.Variation``), whose
 mutation rate adapts the same way, here to how many children make it into the population.
 Children are pre-selected as in the GA, with one additive model per objective and the NSGA-II
 order applied to the predicted ranks, so that the kept children spread along the whole front.
@@ -22,7 +22,8 @@ from ..space.space import Genotype, SearchSpace
 from .base import Objectives
 from .ga import CROSSOVER, Evolutionary, Marginals
 
-TOURNAMENT = 6  # tournament size on (rank, crowding): strong pressure, as in the GA
+MU = 0.375  # population size as a share of pool_size
+TOURNAMENT = 2  # binary tournaments on (rank, crowding), as in the original
 RATE0 = 0.5  # starting mutation rate as a share of mutate_rate: a front needs more spread than one best
 SUCCESS = 0.35  # share of children entering the population at which the mutation rate holds still
 
@@ -73,7 +74,10 @@ class NSGA2Engine(Evolutionary):
 
     def __init__(self, space: SearchSpace, settings):
         super().__init__(space, settings)
-        self.mu = settings.pool_size  # population size, as in the original: as many kept as bred
+        # a population smaller than the batch (3/8 of it): with binary tournaments that is what
+        # gives the selection pressure a compile-and-run budget needs; the whole front found so
+        # far is in the results anyway, not only in the population
+        self.mu = max(2 * settings.num_objectives + 1, round(settings.pool_size * MU))
         # population: (objectives or None, issue number, genotype); rank and crowding per member
         self.pop: list[tuple[tuple | None, int, Genotype]] = []
         self.rank: list[int] = []

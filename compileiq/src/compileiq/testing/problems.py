@@ -54,12 +54,11 @@ class Problem:
         return SearchSpace(self.space)
 
     @cached_property
-    def _noise_sd(self) -> float:
-        if self.num_objectives > 1:
-            return self.noise
-        vals = sorted(self.value(p) for p in self.random_params(500, seed=12345))
+    def _noise_sd(self) -> list[float]:
+        values = [self.value(p) for p in self.random_params(500, seed=12345)]
+        columns = zip(*values) if self.num_objectives > 1 else [values]
         # the interquartile range, not the sd: a few disastrous candidates must not set the noise
-        return self.noise * (vals[374] - vals[125]) / 1.349
+        return [self.noise * (c[374] - c[125]) / 1.349 for c in map(sorted, columns)]
 
     def observe(self, params: dict, rng: random.Random) -> Any:
         """What the engine is told: the value, plus noise for a noisy problem."""
@@ -67,8 +66,8 @@ class Problem:
         if not self.noise:
             return v
         if self.num_objectives == 1:
-            return v + rng.gauss(0.0, self._noise_sd)
-        return tuple(x + rng.gauss(0.0, self.noise) for x in v)
+            return v + rng.gauss(0.0, self._noise_sd[0])
+        return tuple(x + rng.gauss(0.0, sd) for x, sd in zip(v, self._noise_sd))
 
     def random_params(self, n: int, seed: int) -> list[dict]:
         rng = random.Random(seed)
@@ -94,6 +93,7 @@ class Separable(Problem):
         self.sizes = [sizes[i % len(sizes)] for i in range(knobs)]
         self.opt = [r.randrange(s) for s in self.sizes]
         self.weights = [r.uniform(0.5, 2.0) for _ in range(knobs)]
+        self.name = f"separable-{knobs}"
         super().__init__(noise)
 
     def _space(self):
@@ -114,6 +114,7 @@ class Rastrigin(Problem):
         r = random.Random(seed)
         self.size = size
         self.opt = [r.randrange(size) for _ in range(knobs)]
+        self.name = f"rastrigin-{knobs}"
         super().__init__(noise)
 
     def _space(self):
@@ -139,6 +140,7 @@ class Trap(Problem):
         random.Random(seed).shuffle(order)
         self.members = [order[b * width:(b + 1) * width] for b in range(blocks)]
         self.optimum = -float(blocks * width)
+        self.name = f"trap-{width}x{blocks}"
         super().__init__(noise)
 
     def _space(self):
@@ -166,6 +168,7 @@ class Pairs(Problem):
         # a second, long-range partner per knob so that the interaction graph is not just a ring
         self.partner = [(i + knobs // 2 + 1) % knobs for i in range(knobs)]
         self.long = [[[0.5 * r.gauss(0.0, 1.0) for _ in range(options)] for _ in range(options)] for _ in range(knobs)]
+        self.name = f"pairs-{knobs}"
         super().__init__(noise)
 
     def _space(self):
