@@ -32,8 +32,8 @@ from .worker.base import BASELINE_ID, LOG_ONLY_MARKER, Worker
 
 log = logging.getLogger("compileiq")
 
-CONSOLE_TRACEBACKS = 3  # the first few objective tracebacks also go to the console
-CONSOLE_LINES = 20  # ... each cut to its last lines: never pages of compiler errors
+CONSOLE_TRACEBACKS = 3  # every failure gets one console line; the first few also their traceback
+CONSOLE_LINES = 20  # ... cut to its last lines (a compiler's own output goes to the run log only)
 
 
 @dataclass(frozen=True)
@@ -219,15 +219,23 @@ class Search:
                 run.log.info("candidate %s (generation %d) failed [%s]:\n%s\nparams: %r",
                              s.param_id, generation, s.failure or "invalid", text.rstrip(), s.params)
                 run.record_failure(s.param_id, s.params, text)
-            if s.failure and s.failure != "invalid" and s.error:
-                if s.failure != "format" and console_budget[0] > 0:
-                    console_budget[0] -= 1
-                    where = f" (full log: {run.log_path})" if run is not None and run.keep else ""
-                    text = s.error.split(LOG_ONLY_MARKER)[0].rstrip().splitlines()
-                    if len(text) > CONSOLE_LINES:
-                        text = ["  ..."] + text[-CONSOLE_LINES:]
-                    log.warning("candidate %s failed [%s]%s:\n%s", s.param_id, s.failure, where, "\n".join(text))
+            if s.failure and s.failure not in ("invalid", "format") and s.error:
+                self._console(s, run, console_budget)
             self._rows.append(self._row(s, generation))
+
+    @staticmethod
+    def _console(s: Score, run: RunFolder | None, console_budget: list[int]) -> None:
+        """One line per failure; the first few also show their traceback (never a compiler's output)."""
+        head, _, tool_output = s.error.partition(LOG_ONLY_MARKER)
+        lines = [ln for ln in head.rstrip().splitlines() if ln.strip()]
+        summary = next((ln.strip() for ln in reversed(lines) if not ln.startswith("hint:")), s.failure)
+        if console_budget[0] > 0 and not tool_output and len(lines) > 1:
+            console_budget[0] -= 1
+            where = f" (full log: {run.log_path})" if run is not None and run.keep else ""
+            shown = lines if len(lines) <= CONSOLE_LINES else ["  ..."] + lines[-CONSOLE_LINES:]
+            log.warning("candidate %s failed [%s]%s:\n%s", s.param_id, s.failure, where, "\n".join(shown))
+        else:
+            log.warning("candidate %s failed [%s]: %s", s.param_id, s.failure, summary)
 
     # -- the managed loop -----------------------------------------------------------------------------
     def start(self, num_workers: int | None = None, task_timeout: float | None = None, **worker_kwargs) -> SearchResult:
