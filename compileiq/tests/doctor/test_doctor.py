@@ -59,3 +59,17 @@ def test_console_script_and_module_agree():
     out = subprocess.run([sys.executable, "-m", "compileiq", "doctor", "--no-worker"], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode in (0, 1) and "CompileIQ doctor" in out.stdout and "Traceback" not in out.stderr
+
+
+def test_apply_controls_support_is_probed_from_the_binary(monkeypatch):
+    import pathlib
+    repo = pathlib.Path(__file__).resolve().parents[3]
+    newer = repo / "build" / "toolchains" / "cuda-13.5" / "nvidia" / "cu13" / "bin" / "ptxas"
+    r = collect(live_worker=False)
+    from compileiq.compilers.discovery import find_ptxas
+    assert r.facts["apply_controls"]["accepts_vendor_acf"] is (find_ptxas().version >= (13, 3))
+    if newer.is_file():
+        monkeypatch.setenv("CIQ_PTXAS", str(newer))
+        r = collect(live_worker=False)
+        assert r.facts["apply_controls"] == {"ptxas": str(newer), "accepts_vendor_acf": True}
+        assert not [p for p in r.problems if p.check == "apply-controls"]

@@ -10,6 +10,7 @@ import importlib.metadata
 import importlib.util
 import os
 import platform
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -46,6 +47,15 @@ def check_versions(r: Report) -> None:
                            "compileiq": ver, "platform": platform.platform()}
 
 
+def _lists_apply_controls(ptxas: str) -> bool:
+    """Ask the binary itself (its --help) rather than trusting a version number."""
+    try:
+        out = subprocess.run([ptxas, "--help"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--apply-controls" in (out.stdout + out.stderr)
+
+
 def check_compilers(r: Report) -> None:
     from ..compilers.discovery import CompilerNotFoundError, find_compiler
     out = {}
@@ -62,8 +72,7 @@ def check_compilers(r: Report) -> None:
     r.facts["compilers"] = out
     ptxas = out.get("ptxas", {})
     if "version" in ptxas:
-        from ..utils.gpu import ctk_supports_compileiq
-        ok = ctk_supports_compileiq(ptxas["path"])
+        ok = _lists_apply_controls(ptxas["path"])
         r.facts["apply_controls"] = {"ptxas": ptxas["path"], "accepts_vendor_acf": ok}
         if not ok:
             r.problem("apply-controls", "warning",
