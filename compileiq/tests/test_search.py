@@ -219,3 +219,14 @@ def test_progress_bar_shows_generation_and_best(capsys):
     search(generations=3, disable_progress_bar=False).start()
     err = capsys.readouterr().err
     assert "Generation 3/3" in err and "best" in err and "(generation" in err
+
+
+def test_the_diagnosis_groups_failures_that_differ_only_in_temporary_paths():
+    import tempfile
+
+    def obj(c):
+        with tempfile.TemporaryDirectory() as d:
+            raise FileNotFoundError(f"{d}/kernel.cubin was not written")
+    with pytest.raises(SearchFailedError) as e:
+        search(obj, generations=2, cfg={"pool_size": 8}).start()
+    assert "kernel.cubin was not written (x8)" in str(e.value) and "<tmp>" in str(e.value)

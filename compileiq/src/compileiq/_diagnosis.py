@@ -6,6 +6,8 @@ exceptions, timeouts, crashes) and ends with the first action for each group see
 
 from __future__ import annotations
 
+import re
+import tempfile
 from collections import Counter
 
 from .utils.validation import Score, format_rule
@@ -17,6 +19,15 @@ def _last_line(text: str) -> str:
         if not ln.startswith("hint:"):
             return ln.strip()
     return lines[-1].strip() if lines else "?"
+
+
+_TMP = re.compile(re.escape(tempfile.gettempdir()) + r"/[^/\s'\"]+")
+_HEX = re.compile(r"\b[0-9a-f]{16,}\b")
+
+
+def _shape(message: str) -> str:
+    """The message with per-candidate temporary paths and hex blobs masked, so equal causes group together."""
+    return _HEX.sub("<hex>", _TMP.sub(tempfile.gettempdir() + "/<tmp>", message))
 
 
 def first_generation_diagnosis(batch: list[Score], k: int, task_timeout, run, space=None) -> str:
@@ -31,7 +42,7 @@ def first_generation_diagnosis(batch: list[Score], k: int, task_timeout, run, sp
         advice.append(f"fix the return shape: {format_rule(k)}")
     exc = [s for s in batch if s.failure == "exception"]
     if exc:
-        msgs = Counter(_last_line(s.error) for s in exc)
+        msgs = Counter(_shape(_last_line(s.error)) for s in exc)
         parts.append("Exceptions raised by the objective: " + "; ".join(f"{m} (x{n})" for m, n in msgs.most_common(3)))
         if any("fromhex" in (s.error or "") for s in exc):
             advice.append("replace the legacy bytes.fromhex(config) pattern with "
