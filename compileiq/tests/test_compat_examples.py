@@ -150,7 +150,6 @@ def test_custom_worker_from_the_documentation():
 
 def test_mixed_space_gives_the_objective_a_list():
     import compileiq.search_spaces.base as ss
-    from compileiq.utils.helpers import load_compiler_config, save_compiler_config
 
     def objective(cfg):
         user, other = cfg

@@ -2,7 +2,6 @@
 
 import json
 import math
-import warnings
 
 import pytest
 
@@ -230,3 +229,69 @@ def test_the_diagnosis_groups_failures_that_differ_only_in_temporary_paths():
     with pytest.raises(SearchFailedError) as e:
         search(obj, generations=2, cfg={"pool_size": 8}).start()
     assert "kernel.cubin was not written (x8)" in str(e.value) and "<tmp>" in str(e.value)
+
+
+def test_tell_normalises_scores_told_before_the_baseline():
+    s = search(cfg={"normalize": True})
+    cands = s.ask(3)
+    s.tell({c.param_id: 2.0 for c in cands[1:]})  # candidates first ...
+    s.tell({"baseline": 4.0})  # ... the baseline last
+    df = s.result.get_results()
+    assert set(df["norm_score_1"][df["score_1"] == 2.0]) == {0.5}
+    s2 = search(cfg={"normalize": True})
+    c2 = s2.ask(2)
+    s2.tell({c2[1].param_id: 2.0, "baseline": 4.0})  # in one call, in any order
+    assert 0.5 in set(s2.result.get_results()["norm_score_1"])
+
+
+def test_a_custom_worker_that_returns_its_baseline_without_set_baseline_is_normalised_once():
+    from compileiq.utils.validation import Score
+    from compileiq.worker import BaseWorker
+    calls = []
+
+    class Minimal(BaseWorker):
+        def run(self, *, function, params_pool, params_ids, num_function_returns=1, **kwargs):
+            out = []
+            if self.normalize and self.baseline_score is None:
+                calls.append("baseline")
+                out.append(Score(function({}), "baseline", {}, num_function_returns, is_baseline=True))
+            return out + [Score(function(p), i, p, num_function_returns) for p, i in zip(params_pool, params_ids)]
+
+    obj = lambda c: 10.0 if c == {} else 5.0  # noqa: E731
+    res = search(obj, generations=3, cfg={"normalize": True}, worker_type=Minimal).start()
+    df = res.get_results()
+    assert calls == ["baseline"] and (df["norm_score_1"][1:] == 0.5).all()
+
+
+def test_a_reused_worker_instance_does_not_carry_the_previous_baseline():
+    w = SequentialWorker(normalize=True)
+    search(lambda c: 10.0 if c == {} else 5.0, generations=1, cfg={"normalize": True}, worker_type=w).start()
+    res = search(lambda c: 100.0 if c == {} else 50.0, generations=1, cfg={"normalize": True}, worker_type=w).start()
+    df = res.get_results()
+    assert df.iloc[0]["metadata"]["baseline"] and (df["norm_score_1"][1:] == 0.5).all()
+
+
+def test_a_failed_baseline_keeps_its_traceback_in_the_run_log_and_csv(tmp_path, monkeypatch):
+    monkeypatch.setenv("CIQ_KEEP_CACHE", "1")
+
+    def obj(c):
+        if c == {}:
+            raise ValueError("reference build broke")
+        return 1.0
+    with pytest.raises(SearchFailedError, match="reference build broke.*run.log"):
+        search(obj, generations=2, cfg={"normalize": True}, cache_folder=tmp_path / "c",
+               dump_results=tmp_path / "r.csv").start()
+    (log,) = (tmp_path / "c").glob("*/run.log")
+    assert "Traceback" in log.read_text() and "reference build broke" in log.read_text()
+    assert read_csv(tmp_path / "r.csv").iloc[0]["metadata"]["baseline"] is True
+
+
+def test_resume_refuses_another_space_or_problem_type_and_ask_tell(tmp_path):
+    out = tmp_path / "r.csv"
+    search(generations=1, dump_results=out).start()
+    with pytest.raises(ConfigurationError, match="another search space"):
+        search(space={"a": ss.range(0, 3)}, resume_from=out)
+    with pytest.raises(ConfigurationError, match="another problem_type"):
+        search(cfg={"problem_type": "max"}, resume_from=out)
+    with pytest.raises(ConfigurationError, match="works with start"):
+        search(resume_from=out).ask()

@@ -19,7 +19,6 @@ import logging
 import re
 import shutil
 import uuid
-from pathlib import Path
 from typing import Any
 
 from . import _env
@@ -39,7 +38,7 @@ class RunFolder:
                           "a writable folder, or fix the permissions of the cache folder") from None
         self.keep = _env.keep_cache()
         self.log_path = self.path / "run.log"
-        self.log = logging.getLogger(f"compileiq.run.{self.path.name}")
+        self.log = logging.Logger(f"compileiq.run.{self.path.name}")  # not registered: no leak per run
         self.log.propagate = False
         self.log.setLevel(logging.INFO)
         self._handler = logging.FileHandler(self.log_path, encoding="utf-8")

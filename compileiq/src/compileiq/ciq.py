@@ -8,6 +8,7 @@ scores the CSV already holds instead of evaluating them again).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import warnings
@@ -17,8 +18,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 
-from . import _env
-from ._diagnosis import first_generation_diagnosis
+from ._diagnosis import _last_line, first_generation_diagnosis
 from ._progress import Progress
 from ._runfolder import RunFolder
 from .engines.base import Engine, EngineSettings, make_engine
@@ -107,7 +107,8 @@ class Search:
         if self.dump_results is not None and not self.dump_results.parent.is_dir():
             raise ConfigurationError(f"dump_results={str(self.dump_results)!r}: the folder {self.dump_results.parent} "
                                      "does not exist; create it or choose another path")
-        self._resume = _ResumeLedger(resume_from, cfg) if resume_from is not None else None
+        self._space_id = hashlib.sha256(self.space.identity().encode()).hexdigest()[:16]
+        self._resume = _ResumeLedger(resume_from, cfg, self._space_id) if resume_from is not None else None
         seed = cfg.seed
         if seed is None and self._resume is not None:
             seed = self._resume.seed
@@ -169,6 +170,8 @@ class Search:
         meta = dict(s.metadata or {})
         meta["param_id"] = s.param_id
         meta["seed"] = self.seed
+        meta["space"] = self._space_id
+        meta["problem_type"] = self.search_config.problem_type
         if s.is_baseline:
             meta["baseline"] = True
         if s.failure:
@@ -201,10 +204,12 @@ class Search:
         if self.dump_results is not None:
             write_csv(self._frame(), self.dump_results)
 
-    def _check_baseline(self, s: Score) -> None:
+    def _check_baseline(self, s: Score, run: RunFolder | None = None) -> None:
         vals = s.values()
         if s.invalid or any(v == 0 for v in vals):
-            why = (s.error or "").strip().splitlines()[-1:] or [f"it returned {s.raw!r}"]
+            why = [_last_line(s.error)] if s.error else [f"it returned {s.raw!r}"]
+            if run is not None and s.error:
+                why[0] += f" (full traceback: {run.log_path if run.keep else 'set CIQ_KEEP_CACHE=1 to keep the run log'})"
             raise SearchFailedError(
                 "normalize=True needs a baseline, but the baseline evaluation (the objective called with "
                 f"BASELINE_CONFIG = {{}}) {'returned 0' if not s.invalid else 'failed'}: {why[0]}. "
@@ -252,8 +257,9 @@ class Search:
         if task_timeout is not None and not getattr(worker, "supports_timeout", True):
             warnings.warn(f"{type(worker).__name__} ignores task_timeout={task_timeout}; use MultiProcessWorker or "
                           "IsoMultiProcessWorker to bound an evaluation", WorkerCapabilityWarning, stacklevel=2)
-        if self._baseline is not None and cfg.normalize and worker.baseline_score is None:
-            worker.baseline_score = self._baseline  # resumed run: the CSV already holds the baseline
+        if cfg.normalize:
+            # this search's baseline (from a resumed CSV, or none yet): never one a reused worker kept
+            worker.baseline_score = self._baseline
         run = RunFolder(self.cache_folder)
         progress = Progress(cfg.generations, disable=self.disable_progress_bar, k=self.k, problem_type=cfg.problem_type)
         console_budget = [CONSOLE_TRACEBACKS]
@@ -287,7 +293,14 @@ class Search:
                 baseline_rows = [s for s in fresh if s.is_baseline or s.param_id == BASELINE_ID]
                 for s in baseline_rows:
                     s.is_baseline = True
-                    self._check_baseline(s)
+                    if s.norm_score is None:
+                        s.norm_score = worker.normalize_scores(s.score, s.score)
+                    if s.invalid or any(v == 0 for v in s.values()):
+                        self._record([s], gen, run, console_budget)  # its traceback reaches the run log
+                        self._dump()
+                    self._check_baseline(s, run)
+                    if worker.baseline_score is None:
+                        worker.baseline_score = s  # a custom worker that did not call set_baseline
                 asked = {pid: p for pid, p in todo}
                 for s in fresh:
                     if s in baseline_rows:
@@ -303,11 +316,11 @@ class Search:
                                            error=f"{type(worker).__name__}.run returned no score for this candidate")
                 batch = [by_id[i] for i in ids]
                 new = [s for s in batch if s.param_id in asked]
-                if cfg.normalize and worker.baseline_score is not None:
+                if cfg.normalize and self._baseline is not None:
                     for s in new:
                         if s.norm_score is None:
-                            s.norm_score = worker.normalize_scores(s.score, worker.baseline_score.score)
-                self._record(baseline_rows + new, gen, run, console_budget)
+                            s.norm_score = worker.normalize_scores(s.score, self._baseline.score)
+                self._record([s for s in baseline_rows if not s.invalid] + new, gen, run, console_budget)
                 evaluated += len(new)
                 failures += sum(1 for s in new if s.invalid)
                 self._dump()
@@ -338,6 +351,9 @@ class Search:
     def ask(self, num_samples: int | None = None) -> list[Candidate]:
         """Candidates to evaluate yourself; report each with ``tell``. With normalize=True the first
         ask also returns the baseline candidate (param_id "baseline", params {})."""
+        if self._resume is not None:
+            raise ConfigurationError("resume_from works with start(), which replays the stored scores; with ask/tell "
+                                     "look candidates up in SearchResult.from_csv(path) yourself")
         out = []
         if self.search_config.normalize and self._baseline is None and BASELINE_ID not in self._pending:
             self._pending[BASELINE_ID] = (None, BASELINE_CONFIG, -1)
@@ -387,6 +403,7 @@ class Search:
         if unknown:
             raise ValueError(f"tell: param_id(s) {unknown!r} were never asked or were already told; "
                              f"pending: {sorted(map(str, self._pending))[:10]}")
+        items.sort(key=lambda it: it[0] != BASELINE_ID)  # the baseline first: later scores divide by it
         for pid, value, given in items:
             g, p, b = self._pending.pop(pid)
             s = given if given is not None else Score(value, pid, p, self.k)
@@ -396,18 +413,23 @@ class Search:
                 s.norm_score = Worker.normalize_scores(s.score, s.score)
                 self._check_baseline(s)
                 self._rows.append(self._row(s, self._generation))
+                for batch in self._batches.values():  # scores told before the baseline: normalise them now
+                    for told, row in batch["scores"].values():
+                        told.norm_score = Worker.normalize_scores(told.score, s.score)
+                        row.update(self._row(told, batch["generation"]))
                 continue
             if self.search_config.normalize and self._baseline is not None:
                 s.norm_score = Worker.normalize_scores(s.score, self._baseline.score)
             batch = self._batches[b]
-            batch["scores"][pid] = s
-            self._rows.append(self._row(s, batch["generation"]))
+            row = self._row(s, batch["generation"])
+            batch["scores"][pid] = (s, row)
+            self._rows.append(row)
         for b in sorted(self._batches):
             batch = self._batches[b]
             if len(batch["scores"]) == len(batch["ids"]):
                 if self.search_config.normalize and self._baseline is None:
                     continue  # normalised scores need the baseline first
-                self.engine.tell(batch["genos"], [self._oriented(batch["scores"][i]) for i in batch["ids"]])
+                self.engine.tell(batch["genos"], [self._oriented(batch["scores"][i][0]) for i in batch["ids"]])
                 del self._batches[b]
                 self._generation += 1
         self._dump()
@@ -416,7 +438,7 @@ class Search:
 class _ResumeLedger:
     """Rows of an earlier run's CSV, looked up by candidate identity so that none is evaluated twice."""
 
-    def __init__(self, path, cfg: SearchConfiguration):
+    def __init__(self, path, cfg: SearchConfiguration, space_id: str):
         self.path = Path(path)
         df = read_csv(self.path)
         k = len(score_columns(df))
@@ -445,7 +467,15 @@ class _ResumeLedger:
                 self.baseline = s
             else:
                 self.by_key[params_key(r["params"])] = s
-        ids = [r["metadata"].get("param_id") for r in self.rows if isinstance(r.get("metadata"), dict)]
+        metas = [r["metadata"] for r in self.rows if isinstance(r.get("metadata"), dict)]
+        for field, mine in (("space", space_id), ("problem_type", cfg.problem_type)):
+            theirs = {m[field] for m in metas if field in m}
+            if theirs and theirs != {mine}:
+                what = "search space" if field == "space" else f"problem_type ({', '.join(sorted(theirs))})"
+                raise ConfigurationError(f"resume_from={str(path)!r} was written by a search with another {what}; "
+                                         "resume with the original search space and configuration, or start a new "
+                                         "results file")
+        ids = [m.get("param_id") for m in metas]
         self.next_id = max([i for i in ids if isinstance(i, int)], default=-1) + 1
         self.seed = None
         if len(seeds) == 1:

@@ -15,8 +15,23 @@ _FORWARD = {"validate": "compileiq.validate.cli", "diagnose": "compileiq.diagnos
 
 def _demo(args) -> int:
     from .demo import run_demo
-    return run_demo(generations=args.generations, pool_size=args.pool_size, num_workers=args.workers,
-                    output=args.output)
+    from .errors import CompileIQError
+    try:
+        return run_demo(generations=args.generations, pool_size=args.pool_size, num_workers=args.workers,
+                        output=args.output)
+    except (CompileIQError, OSError) as exc:  # a missing compiler, an unwritable output: one line, no traceback
+        print(f"compileiq demo: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return n
 
 
 def _bench(args) -> int:
@@ -28,9 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="compileiq", description="Evolutionary search over compiler controls.")
     sub = p.add_subparsers(dest="command", metavar="command")
     d = sub.add_parser("demo", help="tune a GCC-compiled CPU kernel (validated) and a CUDA kernel's ptxas options, offline")
-    d.add_argument("--generations", type=int, default=5)
-    d.add_argument("--pool-size", type=int, default=12)
-    d.add_argument("--workers", type=int, default=2)
+    d.add_argument("--generations", type=_positive, default=5)
+    d.add_argument("--pool-size", type=_positive, default=12)
+    d.add_argument("--workers", type=_positive, default=2)
     d.add_argument("--output", default=None, help="results CSV (default: a temporary file)")
     d.set_defaults(func=_demo)
     b = sub.add_parser("bench", help="engine quality, engine overhead and worker throughput against the competitors")

@@ -28,8 +28,8 @@ def _int(name, v, minimum, where="SearchConfiguration"):
 
 
 def derived_pool_size(num_objectives: int) -> int:
-    # max(2k + 1, 32) as documented; from k = 15 up it must also leave room for 2 parents
-    return max(2 * num_objectives + 1, 32, 2 * num_objectives + 3)
+    # NVIDIA documents max(2k + 1, 32); 2k + 3 because the parents (at least 2) come on top of 1 + 2k survivors
+    return max(2 * num_objectives + 3, 32)
 
 
 def derived_cull_size(pool: int, num_objectives: int) -> int:

@@ -22,6 +22,9 @@ from .cpu_timing import TimingResult
 
 _lock = threading.Lock()
 _contexts: dict[int, Any] = {}
+# a CUDA context does not survive fork: a forked worker (IsoMultiProcessWorker, CIQ_PROCESS_MODE=fork)
+# must create its own instead of using the parent's dead one
+os.register_at_fork(after_in_child=_contexts.clear)
 
 
 class GpuError(RuntimeError):

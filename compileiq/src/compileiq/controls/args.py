@@ -22,6 +22,7 @@ from pathlib import Path
 from .. import _env
 from .format import ControlsError, parse_controls, is_open_controls
 from .vendor import check_vendor_acf, resolve_toolchain
+from ..utils.fs import atomic_write
 
 OPTIONS_FILE_FLAG = {"ptxas": ["--options-file"], "nvcc": ["--options-file"]}
 RESPONSE_FILE = ("gcc", "clang")
@@ -71,16 +72,12 @@ def _write_options_file(controls: Path, compiler: str, lines: list[str]) -> Path
     text = "\n".join(lines) + "\n"
     target = controls.with_name(f"{controls.name}.{compiler}.args")
     for dest in (target, _env.cache_root() / "options-files" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.args"):
-        part = dest.with_name(f".{dest.name}.{os.getpid()}.part")
         try:
             if dest.is_file() and dest.read_text(encoding="utf-8") == text:
                 return dest
             dest.parent.mkdir(parents=True, exist_ok=True)
-            part.write_text(text, encoding="utf-8")
-            os.replace(part, dest)  # atomic: a compile running in parallel never reads half a file
-            return dest
+            return atomic_write(dest, text)  # a compile running in parallel never reads half a file
         except OSError:
-            part.unlink(missing_ok=True)
             continue
     raise ControlsError(f"cannot write the options file for {controls} (neither next to it nor under "
                         f"{_env.cache_root()}); make one of those folders writable")

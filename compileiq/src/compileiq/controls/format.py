@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CompileIQError
+from ..utils.fs import atomic_write
 
 MAGIC = b"# compileiq-controls"
 HEADER_RE = re.compile(r"^# compileiq-controls v(\d+) compiler=([A-Za-z][A-Za-z0-9_+.-]*) version=(\d+(?:\.\d+)*)$")
@@ -100,11 +101,7 @@ def read_controls(path: str | os.PathLike) -> ControlsFile:
 
 def write_controls(path: str | os.PathLike, compiler: str, version: str, options) -> Path:
     """Write an open controls file atomically (a reader never sees half a file)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
-    tmp.write_bytes(format_controls(compiler, version, options))
-    os.replace(tmp, path)
-    return path
+    return atomic_write(path, format_controls(compiler, version, options))
 
 
 __all__ = ["ControlsFile", "ControlsError", "MAGIC", "HEADER_RE", "header", "format_controls", "is_open_controls",

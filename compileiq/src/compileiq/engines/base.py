@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Sequence
 
 from ..space.space import Genotype, SearchSpace
 
@@ -72,24 +72,6 @@ class Engine(ABC):
             return None
         self.seen.add(c)
         return c
-
-    def take_unique(self, proposals: Iterator[Sequence[int]], n: int) -> list[Genotype]:
-        """Claim up to n new genotypes from ``proposals``, then top up with never-issued random ones."""
-        out: list[Genotype] = []
-        misses = 0
-        for p in proposals:
-            if len(out) >= n:
-                break
-            c = self.issue(p)
-            if c is None:
-                misses += 1
-                if misses > self._DRAW_TRIES * max(1, n):
-                    break
-                continue
-            out.append(c)
-        if len(out) < n:
-            out.extend(self.fresh(n - len(out)))
-        return out
 
     def fresh(self, n: int, seeded: bool = False) -> list[Genotype]:
         """n never-issued candidates drawn from the priors (fewer only when the space is exhausted)."""
@@ -162,7 +144,3 @@ def make_engine(name, space: SearchSpace, settings: EngineSettings) -> Engine:
         return OptunaEngine(space, settings, sampler=name.split("-", 1)[1])
     raise ConfigurationError(f"engine={name!r} is not an engine; use one of {', '.join(ENGINE_NAMES)} or an Engine subclass")
 
-
-def iter_forever(fn) -> Iterable:
-    while True:
-        yield fn()

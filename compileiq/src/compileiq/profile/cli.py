@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -129,7 +130,8 @@ def main(argv=None, prog: str = "compileiq profile") -> int:
     except (ProfileInputError, FileNotFoundError, ValueError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    except (CompileError, CompilerNotFoundError, SassToolError, CompileIQError, OSError) as exc:
+    except (CompileError, CompilerNotFoundError, SassToolError, CompileIQError, OSError,
+            subprocess.TimeoutExpired) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return EXIT_TOOL
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from ..utils.fs import atomic_write
 
 SCORE_RE = re.compile(r"^score_(\d+)$")
 NORM_RE = re.compile(r"^norm_score_(\d+)$")
@@ -53,10 +54,22 @@ def _score_cell(v: Any) -> Any:
             f = float(v)
         except ValueError:
             return "*"
+        if f != f or f in (float("inf"), float("-inf")):
+            return "*"  # NaN and +-inf are invalid scores, as in the objective contract
         return int(f) if f.is_integer() and "." not in v and "e" not in v.lower() else f
     if v is None or (isinstance(v, float) and v != v):
         return "*"
     return v
+
+
+def _generation(v: Any, path) -> int:
+    text = str(v).strip()
+    if text in ("", "*"):
+        return -1
+    try:
+        return int(float(text))
+    except (ValueError, OverflowError):
+        raise ValueError(f"{path}: generation {text!r} is not a whole number") from None
 
 
 def write_csv(df: pd.DataFrame, path: str | os.PathLike) -> Path:
@@ -70,21 +83,8 @@ def write_csv(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     out = df.copy()
     for col in ("metadata", "params"):
         if col in out.columns:
-            out[col] = [v if isinstance(v, str) else json.dumps(v, sort_keys=False) for v in out[col]]
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            out.to_csv(fh, index=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+            out[col] = [v if isinstance(v, str) else json.dumps(v, default=str) for v in out[col]]
+    return atomic_write(path, out.to_csv(index=False), fsync=True)
 
 
 def read_csv(path: str | os.PathLike) -> pd.DataFrame:
@@ -97,7 +97,7 @@ def read_csv(path: str | os.PathLike) -> pd.DataFrame:
     for c in score_columns(df) + norm_columns(df):
         df[c] = [_score_cell(v) for v in df[c]]
     if "generation" in df.columns:
-        df["generation"] = [int(float(v)) if str(v).strip() not in ("", "*") else -1 for v in df["generation"]]
+        df["generation"] = [_generation(v, path) for v in df["generation"]]
     for col in ("metadata", "params"):
         if col in df.columns:
             df[col] = [_json_or_text(v) for v in df[col]]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import os
 import socket
 import urllib.error
 import urllib.request
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from . import _settings
 from .errors import SpaceDownloadError, SpaceIntegrityError
+from ..utils.fs import atomic_write
 
 CHUNK = 64 * 1024
 _FIX = ("check the network or proxy, raise CIQ_DOWNLOAD_TIMEOUT, or use an offline mirror "
@@ -72,13 +72,7 @@ def verify(data: bytes, size: int, sha256: str, what: str) -> None:
 
 def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(f"{path.name}.{os.getpid()}.part")
-    try:
-        part.write_bytes(data)
-        os.replace(part, path)
-    finally:
-        if part.exists():
-            part.unlink()
+    atomic_write(path, data)
 
 
 def download_verified(url: str, dest: Path, size: int, sha256: str) -> None:

@@ -23,6 +23,7 @@ from ..controls.format import format_controls, is_open_controls
 from ..controls.vendor import VendorAcfError, check_vendor_acf, resolve_toolchain
 from ..space.params import make_choice
 from ..space.space import Component, Gene
+from ..utils.fs import atomic_write
 from .packs import (PACK_MANIFEST, PackError, PackFile, PackManifest, PackSource, parse_pack_manifest,
                     read_pack_manifest, verified_files)
 
@@ -117,9 +118,9 @@ class AcfCatalogSpace:
             path = self.source / name
             if self.pack is not None and not self.source.is_dir():  # a zip member needs a real file to probe
                 path = staged / f"{hashlib.sha256(data).hexdigest()[:16]}.acf"
-                if not path.is_file():
+                if not (path.is_file() and path.read_bytes() == data):  # a truncated copy is rewritten
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_bytes(data)
+                    atomic_write(path, data)
             try:
                 check_vendor_acf(path, tc)
             except VendorAcfError as exc:

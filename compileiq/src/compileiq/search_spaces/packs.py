@@ -151,7 +151,7 @@ def parse_pack_manifest(doc, where: str = PACK_MANIFEST) -> PackManifest:
         supported_gpus=tuple(gpus), validation_summary=summary, source=where)
 
 
-def verified_files(src: _Source, manifest: PackManifest) -> dict[str, bytes]:
+def verified_files(src: PackSource, manifest: PackManifest) -> dict[str, bytes]:
     out = {}
     for f in manifest.files:
         data = src.read(f.filename)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from ..utils.fs import atomic_write
+
 SKILL_FILE = "SKILL.md"
 
 
@@ -138,9 +140,7 @@ def install(dest: str | os.PathLike, names=None, *, overwrite: bool = False) -> 
                 kept.append(target)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{SKILL_FILE}.{os.getpid()}.part")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, target)
+            atomic_write(target, text)
         except OSError as exc:
             raise SkillError(f"cannot write {target} ({exc.strerror or exc}); choose a writable folder",
                              written, kept) from None

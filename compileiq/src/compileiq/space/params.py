@@ -114,7 +114,10 @@ def make_range(start, end, step=1, knockout_prob=None, seed_low=None, seed_high=
         raise SearchSpaceError(f"{where}: step must be positive")
     integral = all(isinstance(v, int) for v in (start, end, step))
     if integral:
-        values = tuple(range(start, end + 1, step))
+        grid = range(start, end + 1, step)
+        if len(grid) > _MAX_DOMAIN:
+            raise SearchSpaceError(f"{where}: {len(grid):,} values is more than {_MAX_DOMAIN:,}; use a larger step")
+        values = tuple(grid)
     else:
         # Decimal arithmetic so that range(0.1, 0.3, 0.1) gives 0.1, 0.2, 0.3 and not 0.30000000000000004
         ds, de, dt = Decimal(repr(float(start))), Decimal(repr(float(end))), Decimal(repr(float(step)))

@@ -17,7 +17,7 @@ import json
 import math
 import random
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from ..errors import SearchSpaceError
 from .params import Param
@@ -223,5 +223,3 @@ def params_key(params: Any) -> str:
     """The identity of a decoded candidate as text: what the results CSV stores and resume matches."""
     return json.dumps(params, sort_keys=True, separators=(",", ":"))
 
-
-DecodeFn = Callable[[Genotype], Any]

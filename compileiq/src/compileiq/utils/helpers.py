@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .fs import atomic_write
+
 
 def save_compiler_config(path: str | os.PathLike, config: str | bytes) -> Path:
     """Write a candidate's compiler configuration (a hex string, as the objective receives it) to ``path``.
@@ -26,11 +28,7 @@ def save_compiler_config(path: str | os.PathLike, config: str | bytes) -> Path:
         data = bytes(config)
     else:
         raise TypeError(f"save_compiler_config: config must be the hex string the objective received, not {type(config).__name__}")
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return path
+    return atomic_write(path, data)
 
 
 def load_compiler_config(path: str | os.PathLike) -> str:
