@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
+from ..utils.proc import run as run_tree
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def cpu_time(target: Callable | str | os.PathLike | Sequence[str], *, args: Sequ
 
         def once():
             t0 = time.perf_counter()
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+            proc = run_tree(cmd, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
             wall = time.perf_counter() - t0
             if check and proc.returncode != 0:
                 raise subprocess.CalledProcessError(proc.returncode, cmd, proc.stdout, proc.stderr)

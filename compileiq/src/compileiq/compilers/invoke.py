@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import CompileError
+from ..utils.proc import run as run_tree
 
 
 def run_compiler(name: str, command: Sequence[str], source: str | os.PathLike | None = None,
@@ -32,8 +33,8 @@ def _run(name, command, source, timeout, cwd, env) -> tuple[subprocess.Completed
     cmd = [str(c) for c in command]
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, cwd=cwd,
-                              env=env, stdin=subprocess.DEVNULL)
+        proc = run_tree(cmd, text=True, errors="replace", timeout=timeout, cwd=cwd, env=env,
+                        stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from ..utils.proc import run as run_tree
 
 # (metric, label, why it matters)
 METRICS = (
@@ -114,8 +115,8 @@ def run_ncu(ncu: Path, run_args: list[str], *, kernel: str | None = None, timeou
         cmd += ["--kernel-name", f"regex:{kernel}"]
     cmd += run_args
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout,
-                              env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+        proc = run_tree(cmd, text=True, errors="replace", timeout=timeout, env={**os.environ, **(env or {})},
+                        stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise NcuError(f"ncu did not finish within {timeout} s; profile fewer launches (--kernel) or raise "
                        "--timeout") from None

@@ -13,6 +13,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from typing import Any, Callable
+from ..utils.proc import run as run_tree
 
 # A number as benchmarks print it: 12, -3.5, .25, 1e-3, 4.2E+06
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -94,8 +95,8 @@ class CommandMeasure:
     def __call__(self) -> float:
         env = None if self.env is None else {**os.environ, **self.env}
         try:
-            proc = subprocess.run(self.command, shell=True, capture_output=True, text=True, errors="replace",
-                                  timeout=self.timeout, env=env, cwd=self.cwd)
+            proc = run_tree(self.command, shell=True, text=True, errors="replace", timeout=self.timeout, env=env,
+                            cwd=self.cwd)
         except subprocess.TimeoutExpired as e:
             out = _text(e.stdout) + _text(e.stderr)
             raise NoScore("timeout", f"`{self.command}` ran longer than {self.timeout:g} s", out) from None
