@@ -53,30 +53,19 @@ def parse_version(text: str) -> str | None:
     return None
 
 
-def compiler_path(name: str) -> str | None:
-    if name == "ptxas" and os.environ.get("CIQ_PTXAS"):
-        return os.environ["CIQ_PTXAS"]  # the ptxas the search used, which may not be the one on PATH
-    return shutil.which(name)
-
-
-@functools.lru_cache(maxsize=8)
-def _compilers(key: tuple) -> tuple[tuple[str, str | None, str | None], ...]:
-    # key = (PATH, CIQ_PTXAS): probing costs a process per compiler, so it is done once per environment
-    out = []
-    for name in COMPILERS:
-        path = compiler_path(name)
-        version = None
-        if path:
-            text = _run([path, "--version"])
-            version = parse_version(text) if text else None
-        out.append((name, version, path))
-    return tuple(out)
-
-
 def compilers() -> dict[str, dict[str, str | None]]:
-    """{name: {"version", "path"}} for every compiler found (PATH, or CIQ_PTXAS for ptxas)."""
-    key = (os.environ.get("PATH", ""), os.environ.get("CIQ_PTXAS", ""))
-    return {name: {"version": v, "path": p} for name, v, p in _compilers(key) if p}
+    """{name: {"version", "path"}} for every compiler found, by the same rules the search uses
+    (compileiq.compilers.discovery: CIQ_PTXAS / CIQ_NVCC / CIQ_GCC / CIQ_CLANG, PATH, the CUDA wheel)."""
+    from ..compilers.discovery import CompilerNotFoundError, find_compiler
+    out = {}
+    for name in COMPILERS:
+        try:
+            tc = find_compiler(name)
+        except CompilerNotFoundError:
+            continue
+        parsed = isinstance(tc.version, tuple)  # an unreadable banner is recorded as unknown (None)
+        out[name] = {"version": (tc.release or tc.version_str) if parsed else None, "path": str(tc.path)}
+    return out
 
 
 def compilers_text() -> str:
