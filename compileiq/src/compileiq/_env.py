@@ -10,22 +10,23 @@ from .errors import ConfigurationError
 PROCESS_MODES = ("forkserver", "spawn", "fork")
 
 
-def _float(name: str, default: float, minimum: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
+def env_float(name: str, default: float, minimum: float, example: str = "120") -> float:
+    """A finite number >= minimum from the environment (unset or empty: the default)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
         return default
     try:
         val = float(raw)
     except ValueError:
         val = float("nan")
-    if not val >= minimum:
-        raise ConfigurationError(f"{name}={raw!r} is not a number >= {minimum:g}; unset it or set e.g. {name}=120")
+    if not val >= minimum or val == float("inf"):
+        raise ConfigurationError(f"{name}={raw!r} is not a finite number >= {minimum:g}; unset it or set e.g. {name}={example}")
     return val
 
 
 def socket_timeout() -> float:
     """Seconds a worker has to connect back and to answer each heartbeat (never bounds an evaluation)."""
-    return _float("CIQ_SOCKET_TIMEOUT", 20.0, 0.1)
+    return env_float("CIQ_SOCKET_TIMEOUT", 20.0, 0.1)
 
 
 def process_mode(default: str = "forkserver") -> str:

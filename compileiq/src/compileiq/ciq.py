@@ -404,6 +404,7 @@ class Search:
             raise ValueError(f"tell: param_id(s) {unknown!r} were never asked or were already told; "
                              f"pending: {sorted(map(str, self._pending))[:10]}")
         items.sort(key=lambda it: it[0] != BASELINE_ID)  # the baseline first: later scores divide by it
+        completed = any(pid == BASELINE_ID for pid, _, _ in items)
         for pid, value, given in items:
             g, p, b = self._pending.pop(pid)
             s = given if given is not None else Score(value, pid, p, self.k)
@@ -432,7 +433,9 @@ class Search:
                 self.engine.tell(batch["genos"], [self._oriented(batch["scores"][i][0]) for i in batch["ids"]])
                 del self._batches[b]
                 self._generation += 1
-        self._dump()
+                completed = True
+        if completed:  # once per finished batch: telling scores one by one must not rewrite the CSV each time
+            self._dump()
 
 
 class _ResumeLedger:

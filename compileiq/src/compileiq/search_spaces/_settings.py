@@ -15,20 +15,8 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
+from .._env import env_float
 from ..errors import ConfigurationError
-
-
-def _nonneg_float(name: str, default: float, example: str, minimum: float = 0.0) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        val = float(raw)
-    except ValueError:
-        val = float("nan")
-    if not val >= minimum or val == float("inf"):
-        raise ConfigurationError(f"{name}={raw!r} is not a finite number >= {minimum:g}; unset it or set e.g. {name}={example}")
-    return val
 
 
 def search_spaces_dir() -> Path | None:
@@ -60,11 +48,11 @@ def search_spaces_url() -> str | None:
 
 
 def latest_ttl_days() -> float:
-    return _nonneg_float("CIQ_SS_LATEST_TTL_DAYS", 7.0, "7")
+    return env_float("CIQ_SS_LATEST_TTL_DAYS", 7.0, 0.0, "7")
 
 
 def download_timeout() -> float:
-    return _nonneg_float("CIQ_DOWNLOAD_TIMEOUT", 60.0, "120", minimum=0.1)
+    return env_float("CIQ_DOWNLOAD_TIMEOUT", 60.0, 0.1, "120")
 
 
 def compiler_variable(name: str) -> str:
