@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from .. import _env
-from .format import ControlsError, parse_controls, is_open_controls
+from .format import ControlsError, is_open_controls, parse_controls, read_controls_bytes
 from .vendor import check_vendor_acf, resolve_toolchain
 from ..utils.fs import atomic_write
 
@@ -87,11 +87,7 @@ def controls_args(path: str | os.PathLike, compiler="ptxas", *, check: bool = Tr
     """Arguments that apply the controls file at ``path`` to ``compiler`` (ptxas, nvcc, gcc, clang,
     a binary path, or a Toolchain). ``check=False`` skips the vendor-ACF dry compile (not the format checks)."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ControlsError(f"controls file {path} cannot be read ({exc.strerror or exc}); write the candidate "
-                            "first with compileiq.utils.helpers.save_compiler_config(path, config)") from None
+    data = read_controls_bytes(path)
     name = _name(compiler)
     if is_open_controls(data):
         parsed = parse_controls(data, str(path))

@@ -89,14 +89,17 @@ def parse_controls(data: bytes, where: str = "controls file") -> ControlsFile:
     return ControlsFile(m.group(2), m.group(3), opts)
 
 
-def read_controls(path: str | os.PathLike) -> ControlsFile:
-    path = Path(path)
+def read_controls_bytes(path: str | os.PathLike) -> bytes:
+    """The bytes of a controls file of either kind, or a ControlsError saying how to write one."""
     try:
-        data = path.read_bytes()
+        return Path(path).read_bytes()
     except OSError as exc:
-        raise ControlsError(f"controls file {path} cannot be read ({exc.strerror or exc}); write it first with "
-                            "compileiq.utils.helpers.save_compiler_config(path, config)") from None
-    return parse_controls(data, str(path))
+        raise ControlsError(f"controls file {path} cannot be read ({exc.strerror or exc}); write the candidate "
+                            "first with compileiq.utils.helpers.save_compiler_config(path, config)") from None
+
+
+def read_controls(path: str | os.PathLike) -> ControlsFile:
+    return parse_controls(read_controls_bytes(path), str(path))
 
 
 def write_controls(path: str | os.PathLike, compiler: str, version: str, options) -> Path:
@@ -105,4 +108,4 @@ def write_controls(path: str | os.PathLike, compiler: str, version: str, options
 
 
 __all__ = ["ControlsFile", "ControlsError", "MAGIC", "HEADER_RE", "header", "format_controls", "is_open_controls",
-           "parse_controls", "read_controls", "write_controls"]
+           "parse_controls", "read_controls", "read_controls_bytes", "write_controls"]
