@@ -15,6 +15,7 @@
 #include "runtime/counters.h"
 #include "runtime/scratch.h"
 #include "runtime/threads.h"
+#include "runtime/tuning.h"
 
 namespace kwker {
 std::atomic<unsigned> g_algos{KWKER_ALGO_ALL};
@@ -314,6 +315,30 @@ KWKER_API int kwker_set_backend_name(const char *name) {
   if (!name || !*name)
     return set_error(KWKER_E_INVALID_ARGUMENT, "set_backend_name: name must be a non-empty string");
   backend_name() = name;
+  return KWKER_OK;
+}
+
+KWKER_API int kwker_set_tuning(const char *name, int64_t value) {
+  int k = tune::knob_by_name(name);
+  if (k < 0)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "set_tuning: unknown knob %s%s%s (see docs/design.md for the names)",
+                     name ? "'" : "", name ? name : "NULL", name ? "'" : "");
+  if (value < -1)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "set_tuning: %s must be >= 0, or -1 for the engine's default (got %lld)",
+                     name, (long long)value);
+  tune::set_override(k, value);
+  return KWKER_OK;
+}
+
+KWKER_API int kwker_get_tuning(const char *name, int64_t *value) {
+  int k = tune::knob_by_name(name);
+  if (k < 0 || !value)
+    return set_error(KWKER_E_INVALID_ARGUMENT, "get_tuning: unknown knob %s, or value is NULL",
+                     name ? name : "NULL");
+  int64_t v = tune::override_of(tune::Knob(k));
+  *value = v >= 0 ? v : engine_table(current_engine()).tuning_default(k);
   return KWKER_OK;
 }
 

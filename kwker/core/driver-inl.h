@@ -12,16 +12,19 @@
 #include "core/parallel-inl.h"
 #include "core/radix-inl.h"
 #include "core/scalar-inl.h"
+#include "core/short-inl.h"
+#include "core/tuning-inl.h"
 #include "core/vqsort-inl.h"
 #include "kwker/kwker.h"
 
 namespace kwker {
 namespace KWKER_ENGINE_NS {
 
-// Thresholds, chosen by measurement with kwker/bench (see docs/design.md).
+// The thread threshold is engine-neutral (engine.h); the rest are this engine's tuned knobs
+// (core/tuning-inl.h, measured by kwker/bench/thresholds.py).
 constexpr size_t kParallelMin = size_t(kParallelMinElements);
-constexpr size_t kCount16SortMin = 350000; // 16-bit counting sort beats the widened quicksort above this
-constexpr size_t kCount16ArgMin = 60000;  // ... and the stable counting argsort above this
+
+inline size_t knob(tune::Knob k) { return size_t(tuned(k)); }
 
 inline bool on(const CallCtx &ctx, unsigned algo) { return (ctx.algos & algo) != 0; }
 inline bool want_parallel(const CallCtx &ctx, size_t n) {
@@ -57,12 +60,36 @@ template <class Codec> struct DecodeInPlace {
   }
 };
 
-// Packed argsort keys (key << 32 | index) -> the index.
+// Packed argsort keys (key << B | index) -> the index.
 struct UnpackIndex {
+  int64_t mask = int64_t(0xFFFFFFFF);
   void operator()(int64_t *p, size_t len) const {
-    for (size_t j = 0; j < len; ++j) p[j] &= int64_t(0xFFFFFFFF);
+    for (size_t j = 0; j < len; ++j) p[j] &= mask;
   }
 };
+
+// Whether n values take the register paths of short-inl.h, which skip all per-call setup: up
+// to the network knob (never more than one network call holds), or within the two-network
+// merge's window. Both knobs are measured per engine (core/tuning-inl.h).
+template <class Codec> bool use_short_sort(size_t n) {
+  constexpr bool k64 = sizeof(typename Codec::K) == 8;
+  constexpr size_t cap = short_network_capacity<Codec>();
+  const size_t t = knob(k64 ? tune::kSortNetwork64 : tune::kSortNetwork32);
+  if (n <= (t < cap ? t : cap)) return true;
+  if constexpr (coded_ok<Codec>()) {
+    const size_t hi = knob(k64 ? tune::kSortPairMax64 : tune::kSortPairMax32);
+    return n > cap && n <= (hi < 2 * cap ? hi : 2 * cap) &&
+           n >= knob(k64 ? tune::kSortPairMin64 : tune::kSortPairMin32);
+  }
+  return false;
+}
+template <class Codec> size_t short_argsort_limit() {
+  constexpr size_t w = sizeof(typename Codec::K);
+  constexpr size_t cap = short_argsort_capacity<Codec>();
+  const size_t t = knob(w <= 2 ? tune::kArgsortNetwork16
+                               : w == 4 ? tune::kArgsortNetwork32 : tune::kArgsortNetwork64);
+  return t < cap ? t : cap;
+}
 
 // Presorted detection. Returns 1 when the keys are non-decreasing, -1 when non-increasing,
 // 0 otherwise. A cheap probe rejects random input within a few elements; the full check runs
@@ -127,10 +154,10 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   static_assert(sizeof(T) == sizeof(K), "keys are the width of the values");
   if (n == 0) return;
   if constexpr (sizeof(K) <= 2) {
-    if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= kCount16SortMin))
+    if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= knob(tune::kCount16SortMin)))
       if (counting_sort(src, dst, n, c)) return;
   }
-  if (on(ctx, KWKER_ALGO_PRESORTED)) {
+  if (on(ctx, KWKER_ALGO_PRESORTED) && n >= knob(tune::kPresortedMin)) {
     int s = presorted(ctx, c, src, n, dst);
     if (s == 1) return;  // already copied block by block
     if (s == -1) {  // non-increasing keys: the reversal is sorted (equal keys are equal values)
@@ -165,7 +192,7 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   if constexpr (sizeof(K) <= 2) {
     // 8- and 16-bit keys widen to 32 bits for the vector quicksort (its narrow lanes are
     // scalar); this runs below the counting-sort threshold or with radix off.
-    Scratch<int32_t> wide(n);
+    SmallBuffer<int32_t, 4096> wide(n);
     if (wide) {
       for (size_t i = 0; i < n; ++i) wide.ptr[i] = c.enc(src[i]);
       const int32_t *base = wide.ptr;
@@ -186,27 +213,10 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   seq_sort_keys(k, n, DecodeInPlace<Codec>{c});
 }
 
-// Every NaN maps to one key, so the sorts above write a canonical NaN. These two helpers put
-// the input's own NaN bit patterns into the NaN block, in input order, so a sort is always a
-// permutation of its input (as np.sort is). They cost nothing when the input has no NaN.
-
-// In place: moves the NaNs to their final block, keeping their order; returns their count.
-template <class Codec> size_t gather_nans(const Codec c, typename Codec::T *a, size_t n) {
-  size_t count = 0;
-  for (size_t i = 0; i < n; ++i) count += c.is_nan(a[i]);  // vectorised; the common answer is 0
-  if (count == 0) return 0;
-  count = 0;
-  if (c.nans_first()) {
-    for (size_t i = 0; i < n; ++i)
-      if (c.is_nan(a[i])) swap_vals(a[i], a[count++]);
-  } else {
-    size_t j = n;
-    for (size_t i = n; i-- > 0;)
-      if (c.is_nan(a[i])) swap_vals(a[i], a[--j]);
-    count = n - j;
-  }
-  return count;
-}
+// Every NaN maps to one key, so the sorts above write a canonical NaN. gather_nans (short-inl.h)
+// and restore_nans put the input's own NaN bit patterns into the NaN block, in input order, so
+// a sort is always a permutation of its input (as np.sort is). They cost nothing when the
+// input has no NaN.
 
 // Out of place: the sorted dst has a canonical NaN block; copy the real ones from src. When
 // every NaN of src already has the canonical bits (np.nan does) there is nothing to copy, so
@@ -256,6 +266,10 @@ void restore_nans(CallCtx &ctx, const Codec c, const typename Codec::T *src,
 template <class Codec>
 void sort_copy_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                     typename Codec::T *dst, size_t n) {
+  if (use_short_sort<Codec>(n)) {
+    sort_short(c, src, dst, n);
+    return;
+  }
   if constexpr (Codec::kNanPayload) {
     if (dst == src) {
       size_t nans = gather_nans(c, dst, n);
@@ -273,13 +287,67 @@ void sort_copy_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   sort_values(ctx, c, src, dst, n);
 }
 
+// Stable argsort of 64-bit keys through packed words (core/pack-inl.h): one pass for the key
+// range, then the SIMD quicksort or the parallel sample sort of the packed words, unpacked in
+// cache. Where the key range spans few bits, LSD radix (one or two passes) may win instead:
+// the radix64_argsort_max_bits knob says up to how many bits.
+template <class Codec>
+void argsort_packed64(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
+                      int64_t *out) {
+  const int parts = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  uint64_t lo[kMaxBuckets], hi[kMaxBuckets];
+  auto range = [&](int t) {
+    key_range64(c, src, chunk_begin(n, parts, t), chunk_begin(n, parts, t + 1), lo[t], hi[t]);
+  };
+  parallel_tasks(ctx, parts, range);
+  for (int t = 1; t < parts; ++t) {
+    lo[0] = lo[t] < lo[0] ? lo[t] : lo[0];
+    hi[0] = hi[t] > hi[0] ? hi[t] : hi[0];
+  }
+  const Pack64 p = make_pack64(lo[0], hi[0], n);
+  if (on(ctx, KWKER_ALGO_RADIX) && size_t(bit_length(hi[0] - lo[0])) <= knob(tune::kRadix64MaxBits) &&
+      radix_argsort64(ctx, src, n, out, c))
+    return;
+  const UnpackIndex unpack{p.index_mask()};
+  auto pack = [c, src, p](size_t i) { return p.pack(c.enc(src[i]), i); };
+  // With dropped key bits, runs of equal prefixes are re-sorted before unpacking; splitters are
+  // then rounded to the end of their prefix so that no run straddles two buckets.
+  auto finish = [&](int64_t *q, size_t len) {
+    fix_dropped_bits(c, src, p, q, len);
+    unpack(q, len);
+  };
+  if (want_partition_sort(ctx, n, true)) {
+    if (!p.drop) {
+      auto bucket = [&](int64_t *q, size_t, size_t len) { seq_sort_keys(q, len, unpack); };
+      sample_partition_sort<int64_t>(ctx, n, pack, out, KeySorter(), bucket);
+    } else {
+      auto bucket = [&](int64_t *q, size_t, size_t len) {
+        seq_sort_keys(q, len);
+        finish(q, len);
+      };
+      sample_partition_sort<int64_t>(ctx, n, pack, out, KeySorter(), bucket, unpack.mask);
+    }
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) out[i] = pack(i);
+  if (!p.drop) {
+    seq_sort_keys(out, n, unpack);
+    return;
+  }
+  seq_sort_keys(out, n);
+  finish(out, n);
+}
+
 // Stable argsort of src[0..n) into out.
 template <class Codec>
 void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
                   int64_t *out) {
   using K = typename Codec::K;
-  if (n == 0) return;
-  if (on(ctx, KWKER_ALGO_PRESORTED)) {
+  if (n <= short_argsort_limit<Codec>()) {
+    argsort_short(c, src, n, out);
+    return;
+  }
+  if (on(ctx, KWKER_ALGO_PRESORTED) && n >= knob(tune::kPresortedMin)) {
     int s = presorted(ctx, c, src, n);
     if (s == 1) {
       for (size_t i = 0; i < n; ++i) out[i] = int64_t(i);
@@ -299,8 +367,22 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
     }
   }
   if constexpr (sizeof(K) <= 2) {
-    if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= kCount16ArgMin))
+    if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= knob(tune::kCount16ArgsortMin)))
       if (counting_argsort(src, n, out, c)) return;
+    if (n <= (size_t(1) << 16)) {
+      // (key << 16 | index) in 32 bits: the 32-bit quicksort has twice the lanes of the 64-bit.
+      SmallBuffer<int32_t, 4096> packed(n);
+      if (packed) {
+        int32_t *w = packed.ptr;
+        for (size_t i = 0; i < n; ++i)
+          w[i] = int32_t((uint32_t(int32_t(c.enc(src[i]))) << 16) | uint32_t(i));
+        seq_sort_keys(w, n, [&](int32_t *q, size_t m) {
+          int64_t *o = out + (q - w);
+          for (size_t j = 0; j < m; ++j) o[j] = int64_t(q[j] & 0xFFFF);
+        });
+        return;
+      }
+    }
   }
   if (sizeof(K) <= 4 && n < (size_t(1) << 32)) {
     // Packed (key << 32 | index): one 64-bit sort gives the stable order, since the index
@@ -318,9 +400,10 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
     return;
   }
   if constexpr (sizeof(K) == 8) {
-    if (on(ctx, KWKER_ALGO_RADIX) && n < (size_t(1) << 32) &&
-        radix_argsort64(ctx, src, n, out, c))
+    if (n < (size_t(1) << 32)) {
+      argsort_packed64(ctx, c, src, n, out);
       return;
+    }
   }
   struct Pair {
     K key;
@@ -390,7 +473,12 @@ void topk_row(const Codec c, const typename Codec::T *row, size_t cols, size_t k
     K ka = c.enc(row[a]), kb = c.enc(row[b]);
     return ka < kb || (ka == kb && a < b);
   };
-  if (work && sizeof(K) <= 4) {
+  if (cols <= short_argsort_limit<Codec>()) {
+    // A short row: its whole stable argsort in registers, then the first k.
+    int64_t order[short_argsort_capacity<Codec>()];
+    argsort_short(c, row, cols, order);
+    for (size_t j = 0; j < k; ++j) idx[j] = order[j];
+  } else if (work && sizeof(K) <= 4) {
     for (size_t i = 0; i < cols; ++i)
       work[i] = int64_t((uint64_t(int64_t(c.enc(row[i]))) << 32) | uint64_t(i));
     select_k(work, cols, k, LessNatural());
@@ -462,12 +550,60 @@ inline int e_argsort(CallCtx &ctx, int dtype, const void *data, int64_t n, int64
   });
 }
 
+// Rows of G keys, G a power of two below a register's width: W / G rows per register
+// (coded-inl.h), split over the threads in contiguous chunks. Registers holding a NaN, and the
+// tail, take the short path row by row.
+template <class Codec, size_t G>
+void sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
+                     typename Codec::T *dst, size_t rows) {
+  const int parts = want_parallel(ctx, rows * G) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  auto task = [&](int t) {
+    size_t r = chunk_begin(rows, parts, t);
+    const size_t end = chunk_begin(rows, parts, t + 1);
+    while (r < end) {
+      r += sort_rows_in_lanes<Codec, G>(c, src + r * G, dst + r * G, end - r);
+      const size_t stop = r + vq::Ops<typename Codec::K>::W / G < end ? r + vq::Ops<typename Codec::K>::W / G : end;
+      for (; r < stop; ++r) sort_short(c, src + r * G, dst + r * G, G);
+    }
+  };
+  parallel_tasks(ctx, parts, task);
+}
+
+// Whether rows of row_len keys went through sort_rows_lanes.
+template <class Codec>
+bool try_sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
+                         typename Codec::T *dst, const Segments &segs) {
+  if constexpr (coded_ok<Codec>()) {
+    constexpr size_t W = vq::Ops<typename Codec::K>::W;
+    if (segs.offsets) return false;
+    const size_t rows = size_t(segs.count);
+    switch (segs.row_len) {
+      case 2: sort_rows_lanes<Codec, 2>(ctx, c, src, dst, rows); return true;
+      case 4:
+        if constexpr (W >= 8) {
+          sort_rows_lanes<Codec, 4>(ctx, c, src, dst, rows);
+          return true;
+        }
+        return false;
+      case 8:
+        if constexpr (W >= 16) {
+          sort_rows_lanes<Codec, 8>(ctx, c, src, dst, rows);
+          return true;
+        }
+        return false;
+      default: return false;
+    }
+  }
+  return false;
+}
+
 inline int e_sort_segments(CallCtx &ctx, int dtype, const void *src, void *dst,
                            const Segments &segs, unsigned flags) {
   return with_codec(dtype, flags, true, [&](auto c) {
     using T = typename decltype(c)::T;
     const T *s = static_cast<const T *>(src);
     T *d = static_cast<T *>(dst);
+    if (try_sort_rows_lanes(ctx, c, s, d, segs)) return;
     for_segments(ctx, segs, [&](CallCtx &sub, int64_t i) {
       int64_t b = segs.begin(i);
       sort_copy_impl(sub, c, s + b, d + b, size_t(segs.end(i) - b));
@@ -516,7 +652,8 @@ inline int e_topk_rows(CallCtx &ctx, int dtype, const void *data, int64_t rows, 
 
 inline const EngineTable &make_table(const char *name) {
   static const EngineTable table = {name,           &e_sort_copy,         &e_argsort,
-                                    &e_sort_segments, &e_argsort_segments, &e_topk_rows};
+                                    &e_sort_segments, &e_argsort_segments, &e_topk_rows,
+                                    &tuning_default};
   return table;
 }
 

@@ -41,6 +41,8 @@ struct EngineTable {
                           int64_t *out, unsigned flags, bool relative);
   int (*topk_rows)(CallCtx &, int dtype, const void *data, int64_t rows, int64_t cols, int64_t k,
                    unsigned flags, bool sorted, void *out_values, int64_t *out_indices);
+  // This engine's measured default of a tuning knob (runtime/tuning.h), -1 when unknown.
+  int64_t (*tuning_default)(int knob);
 };
 
 // One accessor per engine, each defined in engines/<dir>/engine.cc.

@@ -62,6 +62,22 @@ template <class U> struct FloatCodec {
     U is_nan = U(-U(k == nan_key));
     return U((b & U(~is_nan)) | (quiet_nan & is_nan));
   }
+  // The same transforms on GCC vectors of U (VU) and K (VK), for keys kept in registers. Vector
+  // comparisons already give all-ones lanes, so the masks need no negation.
+  template <class VK, class VU> VK enc_v(VU b) const {
+    const VU mag = b & U(~kSign);
+    b = b & ((VU)(mag != 0) | zero_mask);
+    VK k = (VK)(b ^ ((VU)((VK)b >> (kBits - 1)) & U(~kSign)));
+    k = k ^ flip;
+    const VK is_nan = (VK)(mag > inf_bits);
+    return (k & ~is_nan) | (nan_key & is_nan);
+  }
+  template <class VK, class VU> VU dec_v(VK k) const {
+    const VK d = k ^ flip;
+    const VU b = (VU)d ^ ((VU)(d >> (kBits - 1)) & U(~kSign));
+    const VU is_nan = (VU)(k == nan_key);
+    return (b & ~is_nan) | (quiet_nan & is_nan);
+  }
 };
 
 // Integers. Unsigned types flip the sign bit; descending takes the bitwise complement, which
@@ -79,6 +95,13 @@ template <class TT, bool kUnsigned> struct IntCodec {
   T dec(K k) const {
     K d = K(k ^ flip);
     return kUnsigned ? T(U(U(d) ^ kSign)) : T(d);
+  }
+  template <class VK, class VU> VK enc_v(VU x) const {
+    return (kUnsigned ? (VK)(x ^ kSign) : (VK)x) ^ flip;
+  }
+  template <class VK, class VU> VU dec_v(VK k) const {
+    const VU d = (VU)(k ^ flip);
+    return kUnsigned ? (d ^ kSign) : d;
   }
 };
 
@@ -120,6 +143,20 @@ struct DatetimeCodec {
     if (!desc && !first) u += 1;
     if (desc && first) u -= 1;
     return desc ? ~int64_t(u) : int64_t(u);
+  }
+  // Vector forms: the NaT test becomes a lane mask; arithmetic in unsigned lanes (wrapping).
+  template <class VK, class VU> VK enc_v(VU x) const {
+    const VU nat = (VU)(x == uint64_t(INT64_MIN));
+    VU k = desc ? ~x : x;
+    k = k - uint64_t(!desc && !first) + uint64_t(desc && first);
+    return (VK)((k & ~nat) | (uint64_t(nat_key) & nat));
+  }
+  template <class VK, class VU> VU dec_v(VK kk) const {
+    const VU nat = (VU)(kk == nat_key);
+    VU u = (VU)kk;
+    u = u + uint64_t(!desc && !first) - uint64_t(desc && first);
+    if (desc) u = ~u;
+    return (u & ~nat) | (uint64_t(INT64_MIN) & nat);
   }
 };
 

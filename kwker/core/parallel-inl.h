@@ -43,6 +43,26 @@ template <class T> struct Scratch {
   explicit operator bool() const { return ptr != nullptr; }
 };
 
+// A buffer of n elements: on the stack up to N (short calls skip the scratch cache's lock),
+// else from scratch (ptr is null when scratch is refused).
+template <class T, size_t N> struct SmallBuffer {
+  alignas(64) T local[N];
+  T *ptr;
+  size_t bytes = 0;
+  explicit SmallBuffer(size_t n) : ptr(local) {
+    if (n > N) {
+      bytes = n * sizeof(T);
+      ptr = static_cast<T *>(rt::scratch_acquire(bytes));
+    }
+  }
+  ~SmallBuffer() {
+    if (bytes) rt::scratch_release(ptr, bytes);
+  }
+  SmallBuffer(const SmallBuffer &) = delete;
+  SmallBuffer &operator=(const SmallBuffer &) = delete;
+  explicit operator bool() const { return ptr != nullptr; }
+};
+
 // Splits [0, n) into `parts` nearly equal chunks.
 inline size_t chunk_begin(size_t n, int parts, int i) { return n * size_t(i) / size_t(parts); }
 
@@ -144,10 +164,11 @@ void counted_split(CallCtx &ctx, size_t n, Get get, K *out, const K *split, int 
 // Sorts the n keys get(i) into out[0..n) with T = ctx.threads buckets:
 //   sample -> T-1 splitters -> per-thread bucket counts -> scatter -> per bucket
 //   bucket_fn(bucket_ptr, start, len), which sorts the bucket and finishes it (decode,
-//   unpack, copy back...). sort_fn(K*, size_t) sorts the sample.
+//   unpack, copy back...). sort_fn(K*, size_t) sorts the sample. Splitters are or-ed with
+//   align, so keys that differ only in those bits always share a bucket.
 template <class K, class Get, class SortFn, class BucketFn>
 void sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_fn,
-                           BucketFn bucket_fn) {
+                           BucketFn bucket_fn, K align = K(0)) {
   // At least two buckets: with one thread the split replaces the copy pass and the quicksort's
   // first partition pass by a single pass.
   int T = ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets;
@@ -160,7 +181,7 @@ void sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_
   for (size_t s = 0; s < S; ++s) samples[s] = get((n / S) * s + (n / S) / 2);
   sort_fn(samples, S);
   K split[kMaxBuckets];
-  for (int j = 1; j < T; ++j) split[j - 1] = samples[(S * size_t(j)) / size_t(T)];
+  for (int j = 1; j < T; ++j) split[j - 1] = K(samples[(S * size_t(j)) / size_t(T)] | align);
   const int nsplit = T - 1;
 
   size_t start[kMaxBuckets + 1];

@@ -128,6 +128,13 @@ KWKER_API unsigned kwker_get_algorithms(void);
 KWKER_API int kwker_reset_counters(void);
 /* Names the backend the caller uses ("fast", "ctypes", "c"), reported by runtime info. */
 KWKER_API int kwker_set_backend_name(const char *name);
+/* Tuning knobs: the thresholds at which the engines switch algorithms (names and meaning in
+ * docs/design.md). Each engine has measured defaults; set_tuning overrides a knob for every
+ * engine (value >= 0) or restores the defaults (-1). Results never depend on a knob, only speed
+ * does: they exist for the threshold-measuring script (kwker/bench/thresholds.py). get_tuning
+ * writes the value in effect for the current engine. */
+KWKER_API int kwker_set_tuning(const char *name, int64_t value);
+KWKER_API int kwker_get_tuning(const char *name, int64_t *value);
 
 /* ---- diagnostics (schemas in docs/runtime-info.md) ---- */
 /* Writes the runtime-info JSON (NUL-terminated) to buf. If cap is too small returns

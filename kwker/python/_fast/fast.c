@@ -16,6 +16,8 @@
 #define GIL_RELEASE_MIN 10000
 
 static PyObject *empty_like; /* numpy.empty_like */
+static PyObject *np_empty;   /* numpy.empty */
+static PyObject *int64_dtype; /* numpy.dtype("int64") */
 
 static const Py_ssize_t ITEMSIZE[KWKER_DTYPE_COUNT] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2, 8};
 
@@ -139,6 +141,40 @@ static PyObject *fast_sort1d(PyObject *self, PyObject *a) {
   }
   int st;
   CALL(n >= GIL_RELEASE_MIN, kwker_sort_copy(code, v.buf, o.buf, (int64_t)n, 0u, 0));
+  PyBuffer_Release(&o);
+  PyBuffer_Release(&v);
+  if (st != KWKER_OK) {
+    Py_DECREF(out);
+    return raise_status(st);
+  }
+  return out;
+}
+
+/* argsort1d(a) -> stable argsort (int64) of a 1-D contiguous native array, or None to decline
+ * (the Python layer then takes its general path). */
+static PyObject *fast_argsort1d(PyObject *self, PyObject *a) {
+  Py_buffer v, o;
+  if (PyObject_GetBuffer(a, &v, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  int code = v.ndim == 1 ? format_code(v.format, v.itemsize) : -1;
+  Py_ssize_t n = v.ndim == 1 ? v.shape[0] : 0;
+  if (code < 0) {
+    PyBuffer_Release(&v);
+    Py_RETURN_NONE;
+  }
+  PyObject *len = PyLong_FromSsize_t(n);
+  PyObject *args[2] = {len, int64_dtype};
+  PyObject *out = len ? PyObject_Vectorcall(np_empty, args, 2, NULL) : NULL;
+  Py_XDECREF(len);
+  if (out == NULL || PyObject_GetBuffer(out, &o, OUT_FLAGS) < 0) {
+    Py_XDECREF(out);
+    PyBuffer_Release(&v);
+    return NULL;
+  }
+  int st = KWKER_OK;
+  if (n > 0) CALL(n >= GIL_RELEASE_MIN, kwker_argsort(code, v.buf, (int64_t)n, (int64_t *)o.buf, 0u, 0));
   PyBuffer_Release(&o);
   PyBuffer_Release(&v);
   if (st != KWKER_OK) {
@@ -360,6 +396,21 @@ static PyObject *fast_set_algorithms(PyObject *self, PyObject *args) {
   return status_result(kwker_set_algorithms(mask));
 }
 
+static PyObject *fast_set_tuning(PyObject *self, PyObject *args) {
+  const char *name;
+  long long v;
+  if (!PyArg_ParseTuple(args, "sL", &name, &v)) return NULL;
+  return status_result(kwker_set_tuning(name, v));
+}
+static PyObject *fast_get_tuning(PyObject *self, PyObject *args) {
+  const char *name;
+  int64_t v = 0;
+  if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+  int st = kwker_get_tuning(name, &v);
+  if (st != KWKER_OK) return raise_status(st);
+  return PyLong_FromLongLong((long long)v);
+}
+
 /* Calls a (..., buf, cap, needed) JSON query, growing the buffer when it is too small.
  * Returns (status, text) so the caller can treat SELF_CHECK_FAILED as a report. */
 static PyObject *json_query(const char *name) {
@@ -405,6 +456,7 @@ static PyObject *fast_self_check(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"sort1d", fast_sort1d, METH_O, "sort1d(a) -> sorted copy, or None to decline"},
+    {"argsort1d", fast_argsort1d, METH_O, "argsort1d(a) -> stable argsort, or None to decline"},
     {"sort_copy", fast_sort_copy, METH_VARARGS, "sort_copy(code, src, dst, flags, threads)"},
     {"argsort", fast_argsort, METH_VARARGS, "argsort(code, data, out, flags, threads)"},
     {"sort_rows", fast_sort_rows, METH_VARARGS, "sort_rows(code, src, dst, rows, cols, flags, threads)"},
@@ -431,19 +483,47 @@ static PyMethodDef methods[] = {
     {"get_algorithms", fast_get_algorithms, METH_NOARGS, NULL},
     {"reset_counters", fast_reset_counters, METH_NOARGS, NULL},
     {"set_backend_name", fast_set_backend_name, METH_VARARGS, NULL},
+    {"set_tuning", fast_set_tuning, METH_VARARGS, "set_tuning(name, value); -1 restores"},
+    {"get_tuning", fast_get_tuning, METH_VARARGS, "get_tuning(name) -> value in effect"},
     {"runtime_info", fast_runtime_info, METH_NOARGS, "runtime-info JSON text"},
     {"self_check", fast_self_check, METH_VARARGS, "self_check(name) -> (status, JSON text)"},
     {NULL, NULL, 0, NULL}};
 
+/* Module state is three references into numpy, set once by exec_module and only read after
+ * that, and the C library keeps its own state thread-safe (atomics, thread-local errors, locked
+ * caches), so the module runs without the GIL on free-threaded builds. */
+static int exec_module(PyObject *m) {
+  (void)m;
+  if (empty_like != NULL) return 0; /* a second import of the same extension shares them */
+  PyObject *np = PyImport_ImportModule("numpy");
+  if (np == NULL) return -1;
+  PyObject *el = PyObject_GetAttrString(np, "empty_like");
+  PyObject *em = PyObject_GetAttrString(np, "empty");
+  PyObject *dtype = PyObject_GetAttrString(np, "dtype");
+  PyObject *i64 = dtype ? PyObject_CallFunction(dtype, "s", "int64") : NULL;
+  Py_XDECREF(dtype);
+  Py_DECREF(np);
+  if (el == NULL || em == NULL || i64 == NULL) {
+    Py_XDECREF(el);
+    Py_XDECREF(em);
+    Py_XDECREF(i64);
+    return -1;
+  }
+  np_empty = em;
+  int64_dtype = i64;
+  empty_like = el;
+  return 0;
+}
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, exec_module},
+#ifdef Py_mod_gil
+    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
+#endif
+    {0, NULL}};
+
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "kwker._fast",
                                     "CPython fast path into libkwker (see kwker/_backend.py)",
-                                    -1, methods, NULL, NULL, NULL, NULL};
+                                    0, methods, slots, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__fast(void) {
-  PyObject *np = PyImport_ImportModule("numpy");
-  if (np == NULL) return NULL;
-  empty_like = PyObject_GetAttrString(np, "empty_like");
-  Py_DECREF(np);
-  if (empty_like == NULL) return NULL;
-  return PyModule_Create(&module);
-}
+PyMODINIT_FUNC PyInit__fast(void) { return PyModuleDef_Init(&module); }

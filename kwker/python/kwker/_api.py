@@ -47,6 +47,11 @@ def _contiguous_native(arr, native):
 
 def argsort(a, axis=None, *, descending=False, nans_first=False, threads=None):
     """Stable argsort (int64): of the flattened array when axis is None, else along `axis`."""
+    if type(a) is _ndarray and not descending and not nans_first and threads is None and \
+            (axis is None or (a.ndim == 1 and axis in (0, -1))):
+        out = _backend.argsort1d(a)  # 1-D contiguous native arrays: one C call
+        if out is not None:
+            return out
     fl = _args.flags(descending, nans_first)
     th = _args.threads(threads, "argsort")
     arr = _args.as_array(a)

@@ -39,6 +39,8 @@ _SIGNATURES = {
     "kwker_set_backend_name": (c_int, [c_char_p]),
     "kwker_runtime_info": (c_int, [c_char_p, c_size_t, POINTER(c_size_t)]),
     "kwker_self_check": (c_int, [c_char_p, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "kwker_set_tuning": (c_int, [c_char_p, c_int64]),
+    "kwker_get_tuning": (c_int, [c_char_p, POINTER(c_int64)]),
 }
 
 
@@ -98,6 +100,16 @@ class CtypesBackend:
         st = self.lib.kwker_sort_copy(code, _ptr(a), _ptr(r), r.shape[0], 0, 0)
         if st:
             self._raise(st)
+        return r
+
+    def argsort1d(self, a):
+        """Fast path: stable argsort of a 1-D contiguous native array, or None to decline."""
+        code = self._codes.get(a.dtype)
+        if code is None or a.ndim != 1 or not a.flags.c_contiguous:
+            return None
+        r = np.empty(a.shape[0], np.int64)
+        if r.size:
+            self._check(self.lib.kwker_argsort(code, _ptr(a), r.size, _ptr(r), 0, 0))
         return r
 
     def sort_copy(self, code, src, dst, flags, threads):
@@ -165,6 +177,14 @@ class CtypesBackend:
 
     def reset_counters(self):
         self._check(self.lib.kwker_reset_counters())
+
+    def set_tuning(self, name, value):
+        self._check(self.lib.kwker_set_tuning(name.encode(), value))
+
+    def get_tuning(self, name):
+        v = c_int64(0)
+        self._check(self.lib.kwker_get_tuning(name.encode(), ctypes.byref(v)))
+        return v.value
 
     def set_backend_name(self, name):
         self._check(self.lib.kwker_set_backend_name(name.encode()))

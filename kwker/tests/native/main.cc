@@ -10,46 +10,11 @@
 
 #include "dispatch/reference.h"
 #include "kwker/kwker.h"
+#include "tests/native/harness.h"
+
+using namespace harness;
 
 namespace {
-
-int g_passed = 0, g_failed = 0;
-std::string g_where;
-
-void check(bool ok, const std::string &what) {
-  if (ok) {
-    ++g_passed;
-    return;
-  }
-  ++g_failed;
-  if (g_failed <= 30) std::fprintf(stderr, "FAIL [%s] %s\n", g_where.c_str(), what.c_str());
-}
-
-constexpr size_t kRed = 64;
-constexpr uint8_t kPoison = 0xA5;
-
-// A buffer with poisoned red zones on both sides; intact() proves nothing wrote past the ends.
-struct Guarded {
-  std::vector<uint8_t> raw;
-  size_t bytes;
-  explicit Guarded(size_t b) : raw(b + 2 * kRed, kPoison), bytes(b) {}
-  uint8_t *data() { return raw.data() + kRed; }
-  bool intact() const {
-    for (size_t i = 0; i < kRed; ++i)
-      if (raw[i] != kPoison || raw[kRed + bytes + i] != kPoison) return false;
-    return true;
-  }
-};
-
-std::string label(int dtype, int dist, int64_t n, unsigned flags) {
-  std::string s = std::string(kwker::ref::dtype_name(dtype)) + " " + kwker::ref::dist_name(dist) +
-                  " n=" + std::to_string(n);
-  if (flags & KWKER_DESCENDING) s += " desc";
-  if (flags & KWKER_NANS_FIRST) s += " nans_first";
-  return s;
-}
-
-std::vector<const char *> g_engines;  // the engines this CPU runs
 
 // One case, checked on every engine against one reference result (computed once).
 void test_1d(int dtype, int dist, int64_t n, unsigned flags, int threads) {
@@ -257,6 +222,7 @@ int main() {
   test_errors();
   run_matrix();
   test_threads_and_modes();
+  run_short_tests();
   for (const char *e : g_engines) {
     size_t need = 0;
     kwker_self_check(e, nullptr, 0, &need);

@@ -1,0 +1,223 @@
+// Short sorts that never leave registers: values are loaded straight from the input (a masked
+// load for the tail), encoded to keys with the vector form of the codec, sorted by the bitonic
+// network, decoded and stored. Going through a stack buffer instead costs two passes and, for a
+// tail shorter than a vector, a store-to-load forwarding stall that was measured to double the
+// time of rows of 2-17 keys.
+//
+// For 32- and 64-bit dtypes on the vector engines (the codec's key is as wide as its value);
+// 8/16-bit dtypes and the portable engine use the buffer path in short-inl.h.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/engine_ns-inl.h"
+#include "core/network-inl.h"
+
+namespace kwker {
+namespace KWKER_ENGINE_NS {
+
+// GCC vector views of an engine register: signed keys (VK) and unsigned values (VU).
+template <class S> struct Lanes {
+  using Key = typename S::Key;
+  using UKey = typename std::make_unsigned<Key>::type;
+  typedef Key VK __attribute__((vector_size(sizeof(typename S::V))));
+  typedef UKey VU __attribute__((vector_size(sizeof(typename S::V))));
+  static VK iota() {
+    VK v;
+    for (size_t l = 0; l < S::W; ++l) v[l] = Key(l);
+    return v;
+  }
+};
+
+// Registers one short sort may hold: the quicksort's leaf size. (32 registers of 64-bit keys
+// on AVX-512 were measured 1.8x slower than the quicksort for 200 keys: the network spills.)
+template <class S> struct ShortVecs {
+  static constexpr size_t value = S::kMaxVecs;
+};
+
+
+// Whether codec C sorts in registers on this engine.
+template <class Codec> constexpr bool coded_ok() {
+  using K = typename Codec::K;
+  if constexpr ((sizeof(K) == 4 || sizeof(K) == 8) && sizeof(typename Codec::T) == sizeof(K))
+    return vq::Ops<K>::W > 1;
+  else
+    return false;
+}
+
+template <class S, class Codec>
+KWKER_VQ_INLINE typename S::V load_keys(const Codec c, const typename S::Key *p, size_t lanes) {
+  using L = Lanes<S>;
+  using VK = typename L::VK;
+  using VU = typename L::VU;
+  if (lanes == S::W) return (typename S::V)c.template enc_v<VK, VU>((VU)S::load(p));
+  // The padding lanes take the largest key, so they sort last and are never stored.
+  const VK e = c.template enc_v<VK, VU>((VU)S::load_partial(p, lanes));
+  const VK m = L::iota() < typename L::Key(lanes);
+  const VK pad = VK{} + vq::Limits<typename L::Key>::kMax;
+  return (typename S::V)((e & m) | (pad & ~m));
+}
+
+template <class S, class Codec>
+KWKER_VQ_INLINE void store_values(const Codec c, typename S::Key *p, typename S::V v,
+                                  size_t lanes) {
+  using L = Lanes<S>;
+  const typename S::V out =
+      (typename S::V)c.template dec_v<typename L::VK, typename L::VU>((typename L::VK)v);
+  if (lanes == S::W) S::store(p, out);
+  else S::store_partial(p, out, lanes);
+}
+
+// Sorts n <= K * W values of src into dst (which may equal src: every load comes first).
+template <class S, size_t K, class Codec>
+inline void sort_block_coded(const Codec c, const typename S::Key *src, typename S::Key *dst,
+                             size_t n) {
+  constexpr size_t W = S::W;
+  const size_t full = n / W, rem = n % W;
+  typename S::V v[K];
+  const typename S::V pad = S::set1(vq::Limits<typename S::Key>::kMax);
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K; ++i) {
+    if (i < full) v[i] = load_keys<S>(c, src + i * W, W);
+    else if (i == full && rem != 0) v[i] = load_keys<S>(c, src + i * W, rem);
+    else v[i] = pad;
+  }
+  vq::sort_vectors<S, K>(v);
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K; ++i) {
+    if (i < full) store_values<S>(c, dst + i * W, v[i], W);
+    else if (i == full && rem != 0) store_values<S>(c, dst + i * W, v[i], rem);
+  }
+}
+
+// cap < n <= 2 * cap values (cap = K * W): each half sorted by the network in registers, then
+// the last bitonic stage through a stack buffer: the flip layer pairs key x of the first half
+// with key 2 cap - 1 - x (a vector against a lane-reversed vector), after which each half is a
+// bitonic sequence that its own merge layers finish in registers. Cheaper than a quicksort
+// partition for two leaves, and it needs no more registers than one network.
+template <class S, class Codec>
+inline void sort_coded_pair(const Codec c, const typename S::Key *src, typename S::Key *dst,
+                            size_t n) {
+  using V = typename S::V;
+  using Key = typename S::Key;
+  constexpr size_t W = S::W, K = ShortVecs<S>::value, H = K * W;
+  alignas(64) Key buf[2 * H];
+  const V pad = S::set1(vq::Limits<Key>::kMax);
+  {
+    V v[K];
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) v[i] = load_keys<S>(c, src + i * W, W);
+    vq::sort_vectors<S, K>(v);
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) S::store(buf + i * W, v[i]);
+  }
+  {
+    const size_t m = n - H, full = m / W, rem = m % W;
+    V v[K];
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) {
+      if (i < full) v[i] = load_keys<S>(c, src + H + i * W, W);
+      else if (i == full && rem != 0) v[i] = load_keys<S>(c, src + H + i * W, rem);
+      else v[i] = pad;
+    }
+    vq::sort_vectors<S, K>(v);
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) S::store(buf + H + i * W, v[i]);
+  }
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K; ++i) {
+    const V a = S::load(buf + i * W);
+    const V b = S::template perm_xor<unsigned(W - 1)>(S::load(buf + (2 * K - 1 - i) * W));
+    V lo, hi;
+    S::minmax(a, b, lo, hi);
+    S::store(buf + i * W, lo);
+    S::store(buf + (2 * K - 1 - i) * W, S::template perm_xor<unsigned(W - 1)>(hi));
+  }
+  for (size_t half = 0; half < 2; ++half) {
+    V v[K];
+    const Key *b = buf + half * H;
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) v[i] = S::load(b + i * W);
+    vq::cx_merge_layers<S, K, H / 2>(v);
+    const size_t base = half * H;
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) {
+      const size_t at = base + i * W;
+      if (at + W <= n) store_values<S>(c, dst + at, v[i], W);
+      else if (at < n) store_values<S>(c, dst + at, v[i], n - at);
+    }
+  }
+}
+
+// Sorted copy of 2 <= n <= 2 * W * ShortVecs values, with the smallest network that fits, or
+// the two-network merge.
+template <class Codec>
+void sort_coded(const Codec c, const typename Codec::T *src, typename Codec::T *dst, size_t n) {
+  using S = vq::Ops<typename Codec::K>;
+  using Key = typename S::Key;
+  constexpr size_t W = S::W, KMax = ShortVecs<S>::value;
+  const Key *s = reinterpret_cast<const Key *>(src);
+  Key *d = reinterpret_cast<Key *>(dst);
+  const size_t nv = (n + W - 1) / W;
+  if (nv <= 1) sort_block_coded<S, 1>(c, s, d, n);
+  else if (nv <= 2) sort_block_coded<S, 2>(c, s, d, n);
+  else if (nv <= 4) sort_block_coded<S, 4>(c, s, d, n);
+  else if (nv <= 8) sort_block_coded<S, 8>(c, s, d, n);
+  else if constexpr (KMax >= 16) {
+    if (nv <= 16) sort_block_coded<S, 16>(c, s, d, n);
+    else if constexpr (KMax >= 32) {
+      if (nv <= 32) sort_block_coded<S, 32>(c, s, d, n);
+      else sort_coded_pair<S>(c, s, d, n);
+    } else {
+      sort_coded_pair<S>(c, s, d, n);
+    }
+  } else {
+    sort_coded_pair<S>(c, s, d, n);
+  }
+}
+
+// Bitonic stages 2, 4, ..., G inside one register: sorts every aligned group of G lanes.
+template <class S, size_t G, size_t k = 2>
+KWKER_VQ_INLINE void sort_lane_groups(typename S::V *v) {
+  if constexpr (k <= G) {
+    vq::cx_layer<S, 1, k - 1>(v);
+    vq::cx_merge_layers<S, 1, k / 4>(v);
+    sort_lane_groups<S, G, 2 * k>(v);
+  }
+}
+
+// rows rows of G keys (G a power of two below W), W / G rows per register. Returns the number
+// of rows done: all but a tail shorter than a register, and it stops early (leaving the rest
+// to the caller) at a register holding a NaN, whose payload the caller must keep.
+template <class Codec, size_t G>
+size_t sort_rows_in_lanes(const Codec c, const typename Codec::T *src, typename Codec::T *dst,
+                          size_t rows) {
+  using S = vq::Ops<typename Codec::K>;
+  using L = Lanes<S>;
+  using VK = typename L::VK;
+  using VU = typename L::VU;
+  using Key = typename S::Key;
+  constexpr size_t W = S::W, R = W / G;
+  const Key *s = reinterpret_cast<const Key *>(src);
+  Key *d = reinterpret_cast<Key *>(dst);
+  size_t r = 0;
+  for (; r + R <= rows; r += R) {
+    const VU raw = (VU)S::load(s + r * G);
+    const VK k = c.template enc_v<VK, VU>(raw);
+    if constexpr (Codec::kNanPayload) {
+      // A NaN lane decodes to the canonical NaN: let the caller's scalar path keep its bits.
+      const VK nan = (VK)(k == c.nan_key);
+      bool any = false;
+      for (size_t l = 0; l < W; ++l) any |= nan[l] != 0;
+      if (any) break;
+    }
+    typename S::V v = (typename S::V)k;
+    sort_lane_groups<S, G>(&v);
+    S::store(d + r * G, (typename S::V)c.template dec_v<VK, VU>((VK)v));
+  }
+  return r;
+}
+
+}  // namespace KWKER_ENGINE_NS
+}  // namespace kwker

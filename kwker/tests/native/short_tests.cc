@@ -1,0 +1,289 @@
+// Short inputs and packed argsort keys against the scalar reference, on every engine this CPU
+// runs: every dtype, row lengths 0-130 through every row entry point (rows of 2, 4 and 8 take
+// the multi-row registers), ties, NaNs with payloads, +-0.0, descending and nans_first; every
+// tuning knob's boundary +-1, with the knob at its default and with the other path forced; and
+// 64-bit keys whose packed prefixes tie (dropped key bits), from tiny rows to the parallel sort.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "dispatch/reference.h"
+#include "kwker/kwker.h"
+#include "tests/native/harness.h"
+
+using namespace harness;
+
+namespace {
+
+using kwker::ref::dtype_size;
+
+int64_t knob(const char *name) {
+  int64_t v = -1;
+  kwker_get_tuning(name, &v);
+  return v;
+}
+
+// Reference results for rows x cols keys, row by row.
+struct RowRef {
+  std::vector<uint8_t> vals;
+  std::vector<int64_t> idx;
+  RowRef(int dtype, const std::vector<uint8_t> &data, int64_t rows, int64_t cols, unsigned flags)
+      : vals(data.size()), idx(size_t(rows * cols)) {
+    const int w = dtype_size(dtype);
+    for (int64_t r = 0; r < rows; ++r) {
+      kwker::ref::sort(dtype, data.data() + r * cols * w, vals.data() + r * cols * w, cols, flags);
+      kwker::ref::argsort(dtype, data.data() + r * cols * w, cols, idx.data() + r * cols, flags);
+    }
+  }
+};
+
+// Every row entry point on the current engine: sorted copy, in place, argsort, and the same rows
+// as explicit segments (the ragged path), values and absolute indices.
+void check_rows_now(int dtype, const std::vector<uint8_t> &data, int64_t rows, int64_t cols,
+                    unsigned flags, const RowRef &want, int threads) {
+  const int w = dtype_size(dtype);
+  const int64_t n = rows * cols;
+  const size_t bytes = size_t(n * w);
+  Guarded copy(bytes);
+  int rc = kwker_sort_rows_copy(dtype, data.data(), copy.data(), rows, cols, flags, threads);
+  check(rc == KWKER_OK && copy.intact() &&
+            kwker::ref::values_equal(dtype, copy.data(), want.vals.data(), n),
+        "sort_rows_copy");
+  Guarded inplace(bytes);
+  if (n) std::memcpy(inplace.data(), data.data(), bytes);
+  rc = kwker_sort_rows(dtype, inplace.data(), rows, cols, flags, threads);
+  check(rc == KWKER_OK && inplace.intact() &&
+            kwker::ref::values_equal(dtype, inplace.data(), want.vals.data(), n),
+        "sort_rows in place");
+  Guarded gi(size_t(n * 8));
+  rc = kwker_argsort_rows(dtype, data.data(), rows, cols, reinterpret_cast<int64_t *>(gi.data()),
+                          flags, threads);
+  check(rc == KWKER_OK && gi.intact() &&
+            (n == 0 || std::memcmp(gi.data(), want.idx.data(), size_t(n * 8)) == 0),
+        "argsort_rows");
+  std::vector<int64_t> offs;
+  for (int64_t r = 0; r <= rows; ++r) offs.push_back(r * cols);
+  Guarded seg(bytes);
+  if (n) std::memcpy(seg.data(), data.data(), bytes);
+  rc = kwker_sort_segments(dtype, seg.data(), n, offs.data(), int64_t(offs.size()), flags, threads);
+  check(rc == KWKER_OK && seg.intact() &&
+            kwker::ref::values_equal(dtype, seg.data(), want.vals.data(), n),
+        "sort_segments as rows");
+  Guarded si(size_t(n * 8));
+  rc = kwker_argsort_segments(dtype, data.data(), n, offs.data(), int64_t(offs.size()),
+                              reinterpret_cast<int64_t *>(si.data()), flags, threads);
+  bool ok = rc == KWKER_OK && si.intact();
+  const int64_t *got = reinterpret_cast<const int64_t *>(si.data());
+  for (int64_t j = 0; j < n && ok; ++j) ok = got[j] == want.idx[size_t(j)] + (j / cols) * cols;
+  check(ok, "argsort_segments as rows");
+}
+
+// 1-D sort, in-place sort and argsort of n keys on the current engine.
+void check_1d_now(int dtype, const std::vector<uint8_t> &data, int64_t n, unsigned flags,
+                  const std::vector<uint8_t> &want, const std::vector<int64_t> &wi, int threads) {
+  const int w = dtype_size(dtype);
+  Guarded out(size_t(n * w));
+  int rc = kwker_sort_copy(dtype, data.data(), out.data(), n, flags, threads);
+  check(rc == KWKER_OK && out.intact() && kwker::ref::values_equal(dtype, out.data(), want.data(), n),
+        "sort_copy");
+  Guarded in(size_t(n * w));
+  if (n) std::memcpy(in.data(), data.data(), size_t(n * w));
+  rc = kwker_sort(dtype, in.data(), n, flags, threads);
+  check(rc == KWKER_OK && in.intact() && kwker::ref::values_equal(dtype, in.data(), want.data(), n),
+        "sort in place");
+  Guarded idx(size_t(n * 8));
+  rc = kwker_argsort(dtype, data.data(), n, reinterpret_cast<int64_t *>(idx.data()), flags, threads);
+  check(rc == KWKER_OK && idx.intact() &&
+            (n == 0 || std::memcmp(idx.data(), wi.data(), size_t(n * 8)) == 0),
+        "argsort");
+}
+
+void check_1d_all(int dtype, int dist, int64_t n, unsigned flags, const std::string &tag,
+                  const std::vector<uint8_t> *given = nullptr, int threads = 0) {
+  std::vector<uint8_t> data = given ? *given : kwker::ref::generate(dtype, dist, n, 17);
+  std::vector<uint8_t> want(data.size() + 1);
+  std::vector<int64_t> wi(size_t(n) + 1);
+  kwker::ref::sort(dtype, data.data(), want.data(), n, flags);
+  kwker::ref::argsort(dtype, data.data(), n, wi.data(), flags);
+  for (const char *e : g_engines) {
+    kwker_set_isa(e);
+    g_where = std::string(e) + " " + label(dtype, dist, n, flags) + " " + tag +
+              " threads=" + std::to_string(threads);
+    check_1d_now(dtype, data, n, flags, want, wi, threads);
+  }
+}
+
+// Rows of 0-130 keys for every dtype.
+void test_row_lengths() {
+  for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype)
+    for (int64_t cols = 0; cols <= 130; ++cols)
+      for (int dist : {int(kwker::ref::kSpecials), int(kwker::ref::kNanHeavy),
+                       int(kwker::ref::kFewDistinct), int(kwker::ref::kUniform)})
+        for (unsigned flags = 0; flags < 4; ++flags) {
+          // Enough rows that registers holding several rows are filled and a tail is left.
+          const int64_t rows = cols ? std::max<int64_t>(3, 70 / cols + 3) : 3;
+          std::vector<uint8_t> data = kwker::ref::generate(dtype, dist, rows * cols, 31 + cols);
+          RowRef want(dtype, data, rows, cols, flags);
+          for (const char *e : g_engines) {
+            kwker_set_isa(e);
+            g_where = std::string(e) + " " + label(dtype, dist, rows * cols, flags) +
+                      " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols);
+            check_rows_now(dtype, data, rows, cols, flags, want, 0);
+          }
+        }
+}
+
+// Ragged segments of every length 0-130 in one call.
+void test_ragged() {
+  for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype)
+    for (unsigned flags = 0; flags < 4; ++flags) {
+      std::vector<int64_t> offs = {0};
+      for (int64_t len = 0; len <= 130; ++len) offs.push_back(offs.back() + len);
+      const int64_t n = offs.back();
+      std::vector<uint8_t> data = kwker::ref::generate(dtype, kwker::ref::kSpecials, n, 5);
+      const int w = dtype_size(dtype);
+      std::vector<uint8_t> want(data);
+      std::vector<int64_t> wi((size_t)n);
+      for (size_t s = 0; s + 1 < offs.size(); ++s) {
+        int64_t b = offs[s], len = offs[s + 1] - b;
+        kwker::ref::sort(dtype, data.data() + b * w, want.data() + b * w, len, flags);
+        kwker::ref::argsort(dtype, data.data() + b * w, len, wi.data() + b, flags);
+        for (int64_t j = 0; j < len; ++j) wi[size_t(b + j)] += b;
+      }
+      for (const char *e : g_engines) {
+        kwker_set_isa(e);
+        g_where = std::string(e) + " ragged 0-130 " + label(dtype, kwker::ref::kSpecials, n, flags);
+        Guarded got(size_t(n * w));
+        std::memcpy(got.data(), data.data(), size_t(n * w));
+        int rc = kwker_sort_segments(dtype, got.data(), n, offs.data(), int64_t(offs.size()), flags, 0);
+        check(rc == KWKER_OK && got.intact() &&
+                  kwker::ref::values_equal(dtype, got.data(), want.data(), n),
+              "sort_segments");
+        Guarded gi(size_t(n * 8));
+        rc = kwker_argsort_segments(dtype, data.data(), n, offs.data(), int64_t(offs.size()),
+                                    reinterpret_cast<int64_t *>(gi.data()), flags, 0);
+        check(rc == KWKER_OK && gi.intact() && std::memcmp(gi.data(), wi.data(), size_t(n * 8)) == 0,
+              "argsort_segments");
+      }
+    }
+}
+
+// Each size knob's boundary +-1 (its value on each engine), with the knob at its default and
+// with it set to 0, which sends the same sizes down the general path.
+void test_knob_boundaries() {
+  const char *knobs[] = {"sort_network_max_32",    "sort_network_max_64",    "sort_pair_min_32",
+                         "sort_pair_max_32",       "sort_pair_min_64",       "sort_pair_max_64",
+                         "argsort_network_max_16", "argsort_network_max_32", "argsort_network_max_64",
+                         "sort_tiny_max",          "argsort_tiny_max",       "presorted_min"};
+  for (const char *e : g_engines) {
+    kwker_set_isa(e);
+    std::vector<int64_t> sizes;
+    for (const char *k : knobs) {
+      int64_t v = knob(k);
+      for (int64_t d = -1; d <= 1; ++d)
+        if (v + d >= 0) sizes.push_back(v + d);
+    }
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    // Pass 0: the defaults; 1: every short path off; 2: the two-network merge from the first
+    // size above one network.
+    for (int pass = 0; pass < 3; ++pass) {
+      if (pass == 1)
+        for (const char *k : knobs) kwker_set_tuning(k, 0);
+      if (pass == 2)
+        for (const char *k : {"sort_pair_min_32", "sort_pair_min_64"}) kwker_set_tuning(k, 0);
+      for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype)
+        for (int64_t n : sizes)
+          for (int dist : {int(kwker::ref::kSpecials), int(kwker::ref::kFewDistinct),
+                           int(kwker::ref::kSorted), int(kwker::ref::kReversed)})
+            for (unsigned flags : {0u, unsigned(KWKER_DESCENDING | KWKER_NANS_FIRST)}) {
+              std::vector<uint8_t> data = kwker::ref::generate(dtype, dist, n, 3);
+              std::vector<uint8_t> want(data.size() + 1);
+              std::vector<int64_t> wi(size_t(n) + 1);
+              kwker::ref::sort(dtype, data.data(), want.data(), n, flags);
+              kwker::ref::argsort(dtype, data.data(), n, wi.data(), flags);
+              g_where = std::string(e) + " knobs pass " + std::to_string(pass) + " " +
+                        label(dtype, dist, n, flags);
+              check_1d_now(dtype, data, n, flags, want, wi, 0);
+              if (n > 0 && n <= 1000) {
+                std::vector<uint8_t> rows = kwker::ref::generate(dtype, dist, 3 * n, 4);
+                RowRef rw(dtype, rows, 3, n, flags);
+                check_rows_now(dtype, rows, 3, n, flags, rw, 0);
+              }
+            }
+      for (const char *k : knobs) kwker_set_tuning(k, -1);
+    }
+  }
+  // 16-bit counting thresholds and the LSD radix for 64-bit keys, at their boundaries.
+  for (int dtype : {KWKER_INT16, KWKER_UINT16, KWKER_FLOAT16})
+    for (const char *k : {"count16_sort_min", "count16_argsort_min"}) {
+      kwker_set_isa(nullptr);
+      int64_t v = knob(k);
+      for (int64_t n : {v - 1, v, v + 1})
+        check_1d_all(dtype, kwker::ref::kUniform, n, KWKER_DESCENDING, std::string(k) + " boundary");
+    }
+}
+
+// 64-bit keys whose packed prefixes tie: the full key range is used (so key bits are dropped)
+// and most keys differ from a few bases only in their lowest bits.
+std::vector<uint8_t> prefix_ties(int dtype, int64_t n, uint64_t seed) {
+  std::vector<uint8_t> out(size_t(n) * 8);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + uint64_t(dtype);
+  auto next = [&] {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  };
+  uint64_t bases[4];
+  for (auto &b : bases) b = next() & ~uint64_t(0xFF);
+  if (dtype == KWKER_FLOAT64)  // finite values around 1.0, 2^40 and -3.5, plus both infinities
+    bases[0] = 0x3FF0000000000000ull, bases[1] = 0x4270000000000000ull,
+    bases[2] = 0xC00C000000000000ull, bases[3] = 0x0000000000000100ull;
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t r = next(), bits = bases[r % 4] + ((r >> 8) % 7);
+    if (i % 17 == 3) bits = dtype == KWKER_FLOAT64 ? 0x7FF0000000000000ull : ~uint64_t(0) >> 1;
+    if (i % 19 == 5) bits = dtype == KWKER_FLOAT64 ? 0xFFF0000000000000ull : uint64_t(1) << 63;
+    if (dtype == KWKER_DATETIME && bits == uint64_t(1) << 63) bits += 1;  // keep NaT out of the extremes
+    std::memcpy(out.data() + i * 8, &bits, 8);
+  }
+  return out;
+}
+
+void test_packed64() {
+  for (int dtype : {KWKER_INT64, KWKER_UINT64, KWKER_FLOAT64, KWKER_DATETIME}) {
+    for (int64_t n = 2; n <= 300; n += (n < 40 ? 1 : 23))
+      for (unsigned flags = 0; flags < 4; ++flags) {
+        std::vector<uint8_t> data = prefix_ties(dtype, n, uint64_t(n));
+        check_1d_all(dtype, kwker::ref::kUniform, n, flags, "prefix ties", &data);
+        if (n <= 130) {
+          std::vector<uint8_t> rows = prefix_ties(dtype, 5 * n, uint64_t(n) + 1);
+          RowRef want(dtype, rows, 5, n, flags);
+          for (const char *e : g_engines) {
+            kwker_set_isa(e);
+            g_where = std::string(e) + " prefix-tie rows " + label(dtype, 0, 5 * n, flags);
+            check_rows_now(dtype, rows, 5, n, flags, want, 0);
+          }
+        }
+      }
+    // The sequential and the parallel packed sort (aligned splitters), and the LSD radix.
+    for (int64_t n : {5000, 150000})
+      for (int threads : {1, 2}) {
+        std::vector<uint8_t> data = prefix_ties(dtype, n, 77);
+        check_1d_all(dtype, kwker::ref::kUniform, n, KWKER_DESCENDING, "prefix ties", &data, threads);
+        kwker_set_tuning("radix64_argsort_max_bits", 64);
+        check_1d_all(dtype, kwker::ref::kUniform, n, 0, "prefix ties, radix", &data, threads);
+        kwker_set_tuning("radix64_argsort_max_bits", -1);
+      }
+  }
+}
+
+}  // namespace
+
+void run_short_tests() {
+  test_row_lengths();
+  test_ragged();
+  test_knob_boundaries();
+  test_packed64();
+  kwker_set_isa(nullptr);
+}
