@@ -4,8 +4,8 @@
 // tail shorter than a vector, a store-to-load forwarding stall that was measured to double the
 // time of rows of 2-17 keys.
 //
-// For 32- and 64-bit dtypes on the vector engines (the codec's key is as wide as its value);
-// 8/16-bit dtypes and the portable engine use the buffer path in short-inl.h.
+// For 16-, 32- and 64-bit dtypes on the vector engines (the codec's key is as wide as its
+// value); 8-bit dtypes and the portable engine use the buffer path in short-inl.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -40,7 +40,7 @@ template <class S> struct ShortVecs {
 // Whether codec C sorts in registers on this engine.
 template <class Codec> constexpr bool coded_ok() {
   using K = typename Codec::K;
-  if constexpr ((sizeof(K) == 4 || sizeof(K) == 8) && sizeof(typename Codec::T) == sizeof(K))
+  if constexpr (sizeof(K) >= 2 && sizeof(typename Codec::T) == sizeof(K))
     return vq::Ops<K>::W > 1;
   else
     return false;
@@ -215,6 +215,65 @@ size_t sort_rows_in_lanes(const Codec c, const typename Codec::T *src, typename 
     typename S::V v = (typename S::V)k;
     sort_lane_groups<S, G>(&v);
     S::store(d + r * G, (typename S::V)c.template dec_v<VK, VU>((VK)v));
+  }
+  return r;
+}
+
+// ---- stable argsort of short rows, several rows per register ----
+
+// One compare-exchange layer between lanes l and l ^ M on (key, index) pairs; in every pair the
+// lane with bit H clear takes the smaller pair. The index breaks ties, so the order is stable.
+template <class L, unsigned M, unsigned H>
+KWKER_VQ_INLINE void pair_layer(typename L::VK &k, typename L::VK &i) {
+  using VK = typename L::VK;
+  const VK lane = L::iota();
+  const VK perm = lane ^ typename L::Key(M);
+  const VK pk = __builtin_shuffle(k, perm), pi = __builtin_shuffle(i, perm);
+  const VK partner_greater = (pk > k) | ((pk == k) & (pi > i));
+  const VK upper = (lane & typename L::Key(H)) != 0;
+  const VK take = (upper & partner_greater) | (~upper & ~partner_greater);
+  k = (take & pk) | (~take & k);
+  i = (take & pi) | (~take & i);
+}
+
+template <class L, unsigned J>
+KWKER_VQ_INLINE void pair_merge_layers(typename L::VK &k, typename L::VK &i) {
+  if constexpr (J >= 1) {
+    pair_layer<L, J, J>(k, i);
+    pair_merge_layers<L, J / 2>(k, i);
+  }
+}
+
+// Bitonic stages 2..G on (key, index) pairs: sorts every aligned group of G lanes.
+template <class L, size_t G, size_t k2 = 2>
+KWKER_VQ_INLINE void pair_lane_groups(typename L::VK &k, typename L::VK &i) {
+  if constexpr (k2 <= G) {
+    pair_layer<L, unsigned(k2 - 1), unsigned(k2 / 2)>(k, i);
+    pair_merge_layers<L, unsigned(k2 / 4)>(k, i);
+    pair_lane_groups<L, G, 2 * k2>(k, i);
+  }
+}
+
+// Stable argsort of rows rows of G 64-bit keys (G a power of two below W), W / G rows per
+// register; out gets indices relative to each row. Returns the rows done (all but a tail
+// shorter than a register).
+template <class Codec, size_t G>
+size_t argsort_rows_in_lanes(const Codec c, const typename Codec::T *src, size_t rows,
+                             int64_t *out) {
+  using S = vq::Ops<typename Codec::K>;
+  using L = Lanes<S>;
+  using VK = typename L::VK;
+  using VU = typename L::VU;
+  using Key = typename S::Key;
+  static_assert(sizeof(Key) == 8, "indices share the keys' 64-bit lanes");
+  constexpr size_t W = S::W, R = W / G;
+  const Key *s = reinterpret_cast<const Key *>(src);
+  const VK rel = L::iota() & Key(G - 1);
+  size_t r = 0;
+  for (; r + R <= rows; r += R) {
+    VK k = c.template enc_v<VK, VU>((VU)S::load(s + r * G)), i = rel;
+    pair_lane_groups<L, G>(k, i);
+    S::store(reinterpret_cast<Key *>(out + r * G), (typename S::V)i);
   }
   return r;
 }

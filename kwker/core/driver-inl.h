@@ -72,17 +72,19 @@ struct UnpackIndex {
 // to the network knob (never more than one network call holds), or within the two-network
 // merge's window. Both knobs are measured per engine (core/tuning-inl.h).
 template <class Codec> bool use_short_sort(size_t n) {
-  constexpr bool k64 = sizeof(typename Codec::K) == 8;
+  constexpr size_t w = sizeof(typename NetKeyOf<typename Codec::K>::type);
+  constexpr int i = w == 2 ? 0 : w == 4 ? 1 : 2;  // knob triples are ordered 16, 32, 64
   constexpr size_t cap = short_network_capacity<Codec>();
-  const size_t t = knob(k64 ? tune::kSortNetwork64 : tune::kSortNetwork32);
+  const size_t t = knob(tune::Knob(tune::kSortNetwork16 + i));
   if (n <= (t < cap ? t : cap)) return true;
   if constexpr (coded_ok<Codec>()) {
-    const size_t hi = knob(k64 ? tune::kSortPairMax64 : tune::kSortPairMax32);
+    const size_t hi = knob(tune::Knob(tune::kSortPairMax16 + 2 * i));
     return n > cap && n <= (hi < 2 * cap ? hi : 2 * cap) &&
-           n >= knob(k64 ? tune::kSortPairMin64 : tune::kSortPairMin32);
+           n >= knob(tune::Knob(tune::kSortPairMin16 + 2 * i));
   }
   return false;
 }
+
 template <class Codec> size_t short_argsort_limit() {
   constexpr size_t w = sizeof(typename Codec::K);
   constexpr size_t cap = short_argsort_capacity<Codec>();
@@ -306,7 +308,7 @@ void argsort_packed64(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   }
   const Pack64 p = make_pack64(lo[0], hi[0], n);
   if (on(ctx, KWKER_ALGO_RADIX) && size_t(bit_length(hi[0] - lo[0])) <= knob(tune::kRadix64MaxBits) &&
-      radix_argsort64(ctx, src, n, out, c))
+      radix_argsort64(ctx, src, n, out, c, lo[0]))
     return;
   const UnpackIndex unpack{p.index_mask()};
   auto pack = [c, src, p](size_t i) { return p.pack(c.enc(src[i]), i); };
@@ -591,6 +593,12 @@ bool try_sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *s
           return true;
         }
         return false;
+      case 16:
+        if constexpr (W >= 32) {
+          sort_rows_lanes<Codec, 16>(ctx, c, src, dst, rows);
+          return true;
+        }
+        return false;
       default: return false;
     }
   }
@@ -611,11 +619,47 @@ inline int e_sort_segments(CallCtx &ctx, int dtype, const void *src, void *dst,
   });
 }
 
+// Stable argsort of rows of G 64-bit keys (G = 2 or 4), several rows per register
+// (coded-inl.h), split over the threads; the tail takes the short path row by row.
+template <class Codec, size_t G>
+void argsort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t rows,
+                        int64_t *out) {
+  const int parts = want_parallel(ctx, rows * G) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  auto task = [&](int t) {
+    size_t r = chunk_begin(rows, parts, t);
+    const size_t end = chunk_begin(rows, parts, t + 1);
+    r += argsort_rows_in_lanes<Codec, G>(c, src + r * G, end - r, out + r * G);
+    for (; r < end; ++r) argsort_short(c, src + r * G, G, out + r * G);
+  };
+  parallel_tasks(ctx, parts, task);
+}
+
+template <class Codec>
+bool try_argsort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
+                            const Segments &segs, int64_t *out, bool relative) {
+  if constexpr (coded_ok<Codec>() && sizeof(typename Codec::K) == 8) {
+    constexpr size_t W = vq::Ops<typename Codec::K>::W;
+    if (segs.offsets || !relative) return false;
+    if (segs.row_len == 2) {
+      argsort_rows_lanes<Codec, 2>(ctx, c, src, size_t(segs.count), out);
+      return true;
+    }
+    if constexpr (W >= 8) {
+      if (segs.row_len == 4) {
+        argsort_rows_lanes<Codec, 4>(ctx, c, src, size_t(segs.count), out);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 inline int e_argsort_segments(CallCtx &ctx, int dtype, const void *data, const Segments &segs,
                               int64_t *out, unsigned flags, bool relative) {
   return with_codec(dtype, flags, false, [&](auto c) {
     using T = typename decltype(c)::T;
     const T *d = static_cast<const T *>(data);
+    if (try_argsort_rows_lanes(ctx, c, d, segs, out, relative)) return;
     for_segments(ctx, segs, [&](CallCtx &sub, int64_t i) {
       int64_t b = segs.begin(i), len = segs.end(i) - b;
       argsort_impl(sub, c, d + b, size_t(len), out + b);

@@ -18,6 +18,7 @@
 #define KWKER_CORE_NETWORK_INL_H_
 
 #include "simd-inl.h"
+#include "simd16-inl.h"
 
 namespace kwker {
 namespace KWKER_ENGINE_NS {

@@ -69,7 +69,7 @@ bool counting_argsort(const typename Codec::T *src, size_t n, int64_t *out, cons
 // Returns false when scratch is refused.
 template <class Codec>
 bool radix_argsort64(CallCtx &ctx, const typename Codec::T *src, size_t n, int64_t *out,
-                     const Codec c) {
+                     const Codec c, uint64_t base = 0) {
   constexpr int kDigitBits = 11, kDigits = 6;
   constexpr size_t kNb = size_t(1) << kDigitBits;
   Scratch<uint64_t> keys(2 * n);
@@ -81,7 +81,8 @@ bool radix_argsort64(CallCtx &ctx, const typename Codec::T *src, size_t n, int64
   size_t *h = hist.ptr;
   memset(h, 0, kDigits * kNb * sizeof(size_t));
   for (size_t i = 0; i < n; ++i) {
-    uint64_t u = uint64_t(c.enc(src[i])) ^ (uint64_t(1) << 63);
+    // Offset by the smallest key, so that a narrow key range needs the fewest digits.
+    uint64_t u = (uint64_t(c.enc(src[i])) ^ (uint64_t(1) << 63)) - base;
     k0[i] = u;
     i0[i] = uint32_t(i);
     for (int d = 0; d < kDigits; ++d) ++h[d * kNb + ((u >> (d * kDigitBits)) & (kNb - 1))];

@@ -22,10 +22,10 @@
 namespace kwker {
 namespace KWKER_ENGINE_NS {
 
-// The integer the network sorts for a key type: 8- and 16-bit keys widen to 32 bits (the
-// engines have no narrow-lane network).
-template <class K> struct NetKeyOf { using type = int32_t; };
-template <> struct NetKeyOf<int64_t> { using type = int64_t; };
+// The integer the network sorts for a key type: 8-bit keys widen to 16 bits (the engines have
+// no 8-bit network).
+template <class K> struct NetKeyOf { using type = K; };
+template <> struct NetKeyOf<int8_t> { using type = int16_t; };
 
 // Keys one network call sorts on this engine (W lanes x kMaxVecs registers).
 template <class NK> constexpr size_t net_capacity() {

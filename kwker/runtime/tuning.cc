@@ -6,14 +6,14 @@ namespace kwker {
 namespace tune {
 
 const char *const kKnobNames[kKnobCount] = {
-    "sort_network_max_32",   "sort_network_max_64",     "sort_pair_min_32",
-    "sort_pair_max_32",      "sort_pair_min_64",        "sort_pair_max_64",
-    "argsort_network_max_16",
-    "argsort_network_max_32", "argsort_network_max_64", "presorted_min",
-    "count16_sort_min",      "count16_argsort_min",     "radix64_argsort_max_bits",
-    "sort_tiny_max",         "argsort_tiny_max"};
+    "sort_network_max_16",    "sort_network_max_32",    "sort_network_max_64",
+    "sort_pair_min_16",       "sort_pair_max_16",       "sort_pair_min_32",
+    "sort_pair_max_32",       "sort_pair_min_64",       "sort_pair_max_64",
+    "argsort_network_max_16", "argsort_network_max_32", "argsort_network_max_64",
+    "sort_tiny_max",          "argsort_tiny_max",       "presorted_min",
+    "count16_sort_min",       "count16_argsort_min",    "radix64_argsort_max_bits"};
 
-int64_t g_override[kKnobCount] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+int64_t g_override[kKnobCount] = {};  // value + 1, so zero (static init) means "none"
 
 int knob_by_name(const char *name) {
   if (!name) return -1;
@@ -23,7 +23,7 @@ int knob_by_name(const char *name) {
 }
 
 void set_override(int knob, int64_t value) {
-  __atomic_store_n(&g_override[knob], value < 0 ? -1 : value, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_override[knob], value < 0 ? 0 : value + 1, __ATOMIC_RELAXED);
 }
 
 }  // namespace tune

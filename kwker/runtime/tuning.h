@@ -11,28 +11,39 @@ namespace kwker {
 namespace tune {
 
 enum Knob : int {
-  kSortNetwork32 = 0,  // sorts of <= this many 8/16/32-bit keys run in registers
-  kSortNetwork64,      // ... 64-bit keys
-  kSortPairMin32,      // from this many 32-bit keys on, up to kSortPairMax32, two networks and
-  kSortPairMax32,      //   a merge layer (core/coded-inl.h) instead of the quicksort
-  kSortPairMin64,      // ... 64-bit keys
+  // Sorts of <= this many keys run in registers (8/16-bit dtypes on the 16-bit network).
+  kSortNetwork16 = 0,
+  kSortNetwork32,
+  kSortNetwork64,
+  // Above one network, from kSortPairMin to kSortPairMax keys: two networks and a merge layer
+  // (core/coded-inl.h) instead of the quicksort.
+  kSortPairMin16,
+  kSortPairMax16,
+  kSortPairMin32,
+  kSortPairMax32,
+  kSortPairMin64,
   kSortPairMax64,
-  kArgsortNetwork16,   // stable argsorts of <= this many 8/16-bit keys ((key << 16 | index))
-  kArgsortNetwork32,   // ... 32-bit keys ((key << 32 | index))
-  kArgsortNetwork64,   // ... 64-bit keys (packed, see core/pack-inl.h)
+  // Stable argsorts of <= this many keys in registers: 8/16-bit keys as (key << 16 | index),
+  // 32-bit as (key << 32 | index), 64-bit packed (core/pack-inl.h).
+  kArgsortNetwork16,
+  kArgsortNetwork32,
+  kArgsortNetwork64,
+  kSortTinyMax,        // sorts of <= this many keys (at most 8) use scalar optimal networks
+  kArgsortTinyMax,     // ... stable argsorts
   kPresortedMin,       // presorted detection runs from this many keys on
   kCount16SortMin,     // 16-bit counting sort from this many keys on (radix)
   kCount16ArgsortMin,  // 16-bit stable counting argsort from this many keys on (radix)
   kRadix64MaxBits,     // 64-bit argsort: LSD radix when the key range spans <= this many bits
-  kSortTinyMax,        // sorts of <= this many keys (at most 8) use scalar optimal networks
-  kArgsortTinyMax,     // ... stable argsorts
   kKnobCount
 };
 
 extern const char *const kKnobNames[kKnobCount];
-extern int64_t g_override[kKnobCount];  // -1: the engine's default
+extern int64_t g_override[kKnobCount];  // the override + 1; 0: the engine's default
 
-inline int64_t override_of(Knob k) { return __atomic_load_n(&g_override[k], __ATOMIC_RELAXED); }
+// The override of knob k, or -1 when the engine's default applies.
+inline int64_t override_of(Knob k) {
+  return __atomic_load_n(&g_override[k], __ATOMIC_RELAXED) - 1;
+}
 int knob_by_name(const char *name);  // -1 when unknown
 void set_override(int knob, int64_t value);
 

@@ -3,7 +3,8 @@
  * Argument unpacking only: every function takes buffer-protocol objects (NumPy arrays that
  * kwker/_api.py already made C-contiguous and native-endian) plus ints, calls one C API
  * function, and maps a failing status to the exception kwker/_errors.py documents. No NumPy
- * C API: results are created by the Python layer, or by numpy.empty_like in sort1d.
+ * C API: results are created by the Python layer, or by numpy.empty_like / numpy.empty in the
+ * last-axis fast paths.
  * The GIL is released around calls on GIL_RELEASE_MIN elements or more.
  */
 #define PY_SSIZE_T_CLEAN
@@ -118,29 +119,44 @@ static int format_code(const char *fmt, Py_ssize_t itemsize) {
   return -1;
 }
 
-/* sort1d(a) -> sorted copy, or None when `a` is not a 1-D C-contiguous array of a native
- * kwker dtype (the Python layer then takes its general path). The result comes from
- * numpy.empty_like and kwker_sort_copy fills it straight from `a`: no separate copy pass. */
-static PyObject *fast_sort1d(PyObject *self, PyObject *a) {
-  Py_buffer v, o;
-  if (PyObject_GetBuffer(a, &v, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+/* The fast paths: sort_last(a) / argsort_last(a) sort a C-contiguous array of a native kwker
+ * dtype along its last axis (a 1-D array as a whole) with the default options, in one C call
+ * with no Python work; they return None to decline anything else (the Python layer then takes
+ * its general path). Results come from numpy.empty_like / numpy.empty and the C call fills them
+ * straight from `a`: no separate copy pass. */
+static int last_axis_view(PyObject *a, Py_buffer *v, int *code, Py_ssize_t *rows,
+                          Py_ssize_t *cols) {
+  if (PyObject_GetBuffer(a, v, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
     PyErr_Clear();
-    Py_RETURN_NONE;
+    return 0;
   }
-  int code = v.ndim == 1 ? format_code(v.format, v.itemsize) : -1;
-  Py_ssize_t n = v.ndim == 1 ? v.shape[0] : 0;
-  if (code < 0) {
-    PyBuffer_Release(&v);
-    Py_RETURN_NONE;
+  *code = v->ndim >= 1 ? format_code(v->format, v->itemsize) : -1;
+  if (*code < 0) {
+    PyBuffer_Release(v);
+    return 0;
   }
+  *cols = v->shape[v->ndim - 1];
+  *rows = *cols ? v->len / v->itemsize / *cols : 0;
+  return 1;
+}
+
+static PyObject *fast_sort_last(PyObject *self, PyObject *a) {
+  Py_buffer v, o;
+  int code;
+  Py_ssize_t rows, cols;
+  if (!last_axis_view(a, &v, &code, &rows, &cols)) Py_RETURN_NONE;
   PyObject *out = PyObject_CallOneArg(empty_like, a);
   if (out == NULL || PyObject_GetBuffer(out, &o, OUT_FLAGS) < 0) {
     Py_XDECREF(out);
     PyBuffer_Release(&v);
     return NULL;
   }
-  int st;
-  CALL(n >= GIL_RELEASE_MIN, kwker_sort_copy(code, v.buf, o.buf, (int64_t)n, 0u, 0));
+  int st = KWKER_OK;
+  if (rows * cols > 0) {
+    if (v.ndim == 1) CALL(cols >= GIL_RELEASE_MIN, kwker_sort_copy(code, v.buf, o.buf, cols, 0u, 0));
+    else CALL(rows * cols >= GIL_RELEASE_MIN,
+              kwker_sort_rows_copy(code, v.buf, o.buf, rows, cols, 0u, 0));
+  }
   PyBuffer_Release(&o);
   PyBuffer_Release(&v);
   if (st != KWKER_OK) {
@@ -150,31 +166,33 @@ static PyObject *fast_sort1d(PyObject *self, PyObject *a) {
   return out;
 }
 
-/* argsort1d(a) -> stable argsort (int64) of a 1-D contiguous native array, or None to decline
- * (the Python layer then takes its general path). */
-static PyObject *fast_argsort1d(PyObject *self, PyObject *a) {
+static PyObject *fast_argsort_last(PyObject *self, PyObject *a) {
   Py_buffer v, o;
-  if (PyObject_GetBuffer(a, &v, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
-    PyErr_Clear();
-    Py_RETURN_NONE;
+  int code;
+  Py_ssize_t rows, cols;
+  if (!last_axis_view(a, &v, &code, &rows, &cols)) Py_RETURN_NONE;
+  PyObject *shape = PyTuple_New(v.ndim);
+  for (int d = 0; shape != NULL && d < v.ndim; ++d) {
+    PyObject *len = PyLong_FromSsize_t(v.shape[d]);
+    if (len == NULL) Py_CLEAR(shape);
+    else PyTuple_SET_ITEM(shape, d, len);
   }
-  int code = v.ndim == 1 ? format_code(v.format, v.itemsize) : -1;
-  Py_ssize_t n = v.ndim == 1 ? v.shape[0] : 0;
-  if (code < 0) {
-    PyBuffer_Release(&v);
-    Py_RETURN_NONE;
-  }
-  PyObject *len = PyLong_FromSsize_t(n);
-  PyObject *args[2] = {len, int64_dtype};
-  PyObject *out = len ? PyObject_Vectorcall(np_empty, args, 2, NULL) : NULL;
-  Py_XDECREF(len);
+  PyObject *args[2] = {shape, int64_dtype};
+  PyObject *out = shape ? PyObject_Vectorcall(np_empty, args, 2, NULL) : NULL;
+  Py_XDECREF(shape);
   if (out == NULL || PyObject_GetBuffer(out, &o, OUT_FLAGS) < 0) {
     Py_XDECREF(out);
     PyBuffer_Release(&v);
     return NULL;
   }
   int st = KWKER_OK;
-  if (n > 0) CALL(n >= GIL_RELEASE_MIN, kwker_argsort(code, v.buf, (int64_t)n, (int64_t *)o.buf, 0u, 0));
+  if (rows * cols > 0) {
+    if (v.ndim == 1)
+      CALL(cols >= GIL_RELEASE_MIN, kwker_argsort(code, v.buf, cols, (int64_t *)o.buf, 0u, 0));
+    else
+      CALL(rows * cols >= GIL_RELEASE_MIN,
+           kwker_argsort_rows(code, v.buf, rows, cols, (int64_t *)o.buf, 0u, 0));
+  }
   PyBuffer_Release(&o);
   PyBuffer_Release(&v);
   if (st != KWKER_OK) {
@@ -455,8 +473,10 @@ static PyObject *fast_self_check(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"sort1d", fast_sort1d, METH_O, "sort1d(a) -> sorted copy, or None to decline"},
-    {"argsort1d", fast_argsort1d, METH_O, "argsort1d(a) -> stable argsort, or None to decline"},
+    {"sort_last", fast_sort_last, METH_O,
+     "sort_last(a) -> sorted along the last axis, or None to decline"},
+    {"argsort_last", fast_argsort_last, METH_O,
+     "argsort_last(a) -> stable argsort along the last axis, or None to decline"},
     {"sort_copy", fast_sort_copy, METH_VARARGS, "sort_copy(code, src, dst, flags, threads)"},
     {"argsort", fast_argsort, METH_VARARGS, "argsort(code, data, out, flags, threads)"},
     {"sort_rows", fast_sort_rows, METH_VARARGS, "sort_rows(code, src, dst, rows, cols, flags, threads)"},

@@ -13,9 +13,9 @@ _INT64 = np.dtype(np.int64)
 
 def sort(a, axis=None, *, descending=False, nans_first=False, threads=None):
     """Sorted copy of `a` (flattened when axis is None, else along `axis`)."""
-    if axis is None and type(a) is _ndarray and not descending and not nans_first \
-            and threads is None:
-        out = _backend.sort1d(a)  # 1-D contiguous native arrays: one C call, no Python work
+    if type(a) is _ndarray and not descending and not nans_first and threads is None and \
+            _last_axis(a, axis):
+        out = _backend.sort_last(a)  # contiguous native arrays: one C call, no Python work
         if out is not None:
             return out
     fl = _args.flags(descending, nans_first)
@@ -29,7 +29,7 @@ def sort(a, axis=None, *, descending=False, nans_first=False, threads=None):
         impl.sort_copy(code, _dtypes.c_view(src, code), _dtypes.c_view(out, code), fl, th)
         return out
     ax = _args.axis(axis, arr.ndim, "sort")
-    src = _contiguous_native(np.moveaxis(arr, ax, -1), native)
+    src = _contiguous_native(arr if ax == arr.ndim - 1 else np.moveaxis(arr, ax, -1), native)
     work = np.empty(src.shape, native)
     cols = work.shape[-1]
     if work.size:
@@ -40,6 +40,13 @@ def sort(a, axis=None, *, descending=False, nans_first=False, threads=None):
     return np.ascontiguousarray(np.moveaxis(work, -1, ax))
 
 
+def _last_axis(a, axis):
+    """Whether `axis` means the last axis of `a` (None means it for a 1-D array only)."""
+    if axis is None:
+        return a.ndim == 1
+    return axis == -1 or (type(axis) is int and axis == a.ndim - 1 and axis >= 0)
+
+
 def _contiguous_native(arr, native):
     # Input only: the C call reads it, so a copy is needed only to fix layout or byte order.
     return np.ascontiguousarray(arr, dtype=native)
@@ -48,8 +55,8 @@ def _contiguous_native(arr, native):
 def argsort(a, axis=None, *, descending=False, nans_first=False, threads=None):
     """Stable argsort (int64): of the flattened array when axis is None, else along `axis`."""
     if type(a) is _ndarray and not descending and not nans_first and threads is None and \
-            (axis is None or (a.ndim == 1 and axis in (0, -1))):
-        out = _backend.argsort1d(a)  # 1-D contiguous native arrays: one C call
+            _last_axis(a, axis):
+        out = _backend.argsort_last(a)  # contiguous native arrays: one C call
         if out is not None:
             return out
     fl = _args.flags(descending, nans_first)
@@ -64,7 +71,7 @@ def argsort(a, axis=None, *, descending=False, nans_first=False, threads=None):
             impl.argsort(code, _dtypes.c_view(data, code), out, fl, th)
         return out
     ax = _args.axis(axis, arr.ndim, "argsort")
-    data = _contiguous_native(np.moveaxis(arr, ax, -1), native)
+    data = _contiguous_native(arr if ax == arr.ndim - 1 else np.moveaxis(arr, ax, -1), native)
     out = np.empty(data.shape, _INT64)
     cols = data.shape[-1]
     if data.size:
@@ -141,7 +148,7 @@ def topk(a, k, axis=-1, *, largest=True, sorted=True):
     if not 0 <= k <= cols:
         raise ValueError(f"kwker.topk: k = {k} is out of range for axis {ax} of length {cols}; "
                          f"k must be in [0, {cols}]")
-    data = _contiguous_native(np.moveaxis(arr, ax, -1), native)
+    data = _contiguous_native(arr if ax == arr.ndim - 1 else np.moveaxis(arr, ax, -1), native)
     shape = data.shape[:-1] + (k,)
     values = np.empty(shape, native)
     indices = np.empty(shape, _INT64)

@@ -1,7 +1,7 @@
 """Backend loader: the _fast extension (default) or ctypes over libkwker.
 
 Both expose the same functions (see _ctypes_backend.CtypesBackend); `impl` is the active one and
-`sort1d` / `argsort1d` its fast paths. KWKER_BACKEND=ctypes forces ctypes; without it a _fast that fails to
+`sort_last` / `argsort_last` its fast paths. KWKER_BACKEND=ctypes forces ctypes; without it a _fast that fails to
 import falls back to ctypes (the reason is kept in `fallback_reason` and shown by the doctor).
 Tests switch in-process with use("fast" | "ctypes").
 """
@@ -12,8 +12,8 @@ BACKENDS = ("fast", "ctypes")
 
 name = None            # "fast" | "ctypes"
 impl = None            # the _fast module or a CtypesBackend
-sort1d = None          # impl.sort1d, bound once for the hot path in _api.sort
-argsort1d = None       # impl.argsort1d, the same for _api.argsort
+sort_last = None       # impl.sort_last, bound once for the hot path in _api.sort
+argsort_last = None    # impl.argsort_last, the same for _api.argsort
 fallback_reason = None  # why the default fast backend was not used, or None
 
 _loaded = {}
@@ -49,10 +49,11 @@ def _load(which):
 
 def use(which):
     """Make `which` ("fast" or "ctypes") the active backend for every kwker call."""
-    global name, impl, sort1d, argsort1d
+    global name, impl, sort_last, argsort_last
     backend = _load(which)
     backend.set_backend_name(which)
-    name, impl, sort1d, argsort1d = which, backend, backend.sort1d, backend.argsort1d
+    name, impl = which, backend
+    sort_last, argsort_last = backend.sort_last, backend.argsort_last
     return backend
 
 

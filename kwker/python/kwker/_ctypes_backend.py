@@ -91,25 +91,34 @@ class CtypesBackend:
         return msg.decode("utf-8", "replace") if msg else ""
 
     # ---- sorting ----
-    def sort1d(self, a):
-        """Fast path: sorted copy of a 1-D contiguous native array, or None to decline."""
+    def _last_axis(self, a):
+        """(code, rows, cols) of a C-contiguous array of a native dtype, or None to decline."""
         code = self._codes.get(a.dtype)
-        if code is None or a.ndim != 1 or not a.flags.c_contiguous:
+        if code is None or a.ndim < 1 or not a.flags.c_contiguous:
             return None
+        cols = a.shape[-1]
+        return code, (a.size // cols if cols else 0), cols
+
+    def sort_last(self, a):
+        """Fast path: sorted along the last axis (a 1-D array as a whole), or None."""
+        got = self._last_axis(a)
+        if got is None:
+            return None
+        code, rows, cols = got
         r = np.empty_like(a)
-        st = self.lib.kwker_sort_copy(code, _ptr(a), _ptr(r), r.shape[0], 0, 0)
-        if st:
-            self._raise(st)
+        if r.size:
+            self._check(self.lib.kwker_sort_rows_copy(code, _ptr(a), _ptr(r), rows, cols, 0, 0))
         return r
 
-    def argsort1d(self, a):
-        """Fast path: stable argsort of a 1-D contiguous native array, or None to decline."""
-        code = self._codes.get(a.dtype)
-        if code is None or a.ndim != 1 or not a.flags.c_contiguous:
+    def argsort_last(self, a):
+        """Fast path: stable argsort along the last axis, or None."""
+        got = self._last_axis(a)
+        if got is None:
             return None
-        r = np.empty(a.shape[0], np.int64)
+        code, rows, cols = got
+        r = np.empty(a.shape, np.int64)
         if r.size:
-            self._check(self.lib.kwker_argsort(code, _ptr(a), r.size, _ptr(r), 0, 0))
+            self._check(self.lib.kwker_argsort_rows(code, _ptr(a), rows, cols, _ptr(r), 0, 0))
         return r
 
     def sort_copy(self, code, src, dst, flags, threads):

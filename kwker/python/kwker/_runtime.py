@@ -122,6 +122,39 @@ def get_algorithms():
     return {"available": list(ALGORITHMS), "enabled": enabled}
 
 
+# The engines' algorithm thresholds (runtime/tuning.h, docs/design.md). Results never depend on
+# them, only speed; they are set by kwker/bench/thresholds.py to measure the crossovers.
+TUNING_KNOBS = (
+    "sort_network_max_16", "sort_network_max_32", "sort_network_max_64",
+    "sort_pair_min_16", "sort_pair_max_16", "sort_pair_min_32", "sort_pair_max_32",
+    "sort_pair_min_64", "sort_pair_max_64",
+    "argsort_network_max_16", "argsort_network_max_32", "argsort_network_max_64",
+    "sort_tiny_max", "argsort_tiny_max", "presorted_min", "count16_sort_min",
+    "count16_argsort_min", "radix64_argsort_max_bits")
+
+
+def get_tuning(name):
+    """The value of tuning knob `name` in effect for the current engine."""
+    return _backend.impl.get_tuning(name)
+
+
+def set_tuning(name, value):
+    """Override knob `name` for every engine; None restores the engines' measured defaults."""
+    _backend.impl.set_tuning(name, -1 if value is None else int(value))
+
+
+@contextlib.contextmanager
+def tuning(**knobs):
+    """Override knobs inside a with-block; the defaults come back afterwards."""
+    try:
+        for name, value in knobs.items():
+            set_tuning(name, value)
+        yield
+    finally:
+        for name in knobs:
+            set_tuning(name, None)
+
+
 def runtime_info():
     """The library's runtime report (kwker.runtime_info schema, version 1) as a dict."""
     return json.loads(_backend.impl.runtime_info())

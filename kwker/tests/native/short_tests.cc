@@ -171,7 +171,8 @@ void test_ragged() {
 // Each size knob's boundary +-1 (its value on each engine), with the knob at its default and
 // with it set to 0, which sends the same sizes down the general path.
 void test_knob_boundaries() {
-  const char *knobs[] = {"sort_network_max_32",    "sort_network_max_64",    "sort_pair_min_32",
+  const char *knobs[] = {"sort_network_max_16",    "sort_network_max_32",    "sort_network_max_64",
+                         "sort_pair_min_16",       "sort_pair_max_16",       "sort_pair_min_32",
                          "sort_pair_max_32",       "sort_pair_min_64",       "sort_pair_max_64",
                          "argsort_network_max_16", "argsort_network_max_32", "argsort_network_max_64",
                          "sort_tiny_max",          "argsort_tiny_max",       "presorted_min"};
@@ -191,7 +192,8 @@ void test_knob_boundaries() {
       if (pass == 1)
         for (const char *k : knobs) kwker_set_tuning(k, 0);
       if (pass == 2)
-        for (const char *k : {"sort_pair_min_32", "sort_pair_min_64"}) kwker_set_tuning(k, 0);
+        for (const char *k : {"sort_pair_min_16", "sort_pair_min_32", "sort_pair_min_64"})
+          kwker_set_tuning(k, 0);
       for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype)
         for (int64_t n : sizes)
           for (int dist : {int(kwker::ref::kSpecials), int(kwker::ref::kFewDistinct),

@@ -29,6 +29,7 @@ class Sizes:
     slow_repeats: int      # repeats for rows whose competitor takes ~1 s per call
     min_time: float        # seconds one timed sample must last (looped when shorter)
     small_min_time: float  # the same for the small-array rows
+    grid: int              # elements per call in the short-row and segment grid (grid.py)
 
     def as_dict(self):
         return dataclasses.asdict(self)
@@ -36,12 +37,13 @@ class Sizes:
 
 PRESETS = {
     "full": Sizes("full", n=10_000_000, small=1_000, rows=10_000, cols=1_000, segments=10_000,
-                  repeats=9, slow_repeats=5, min_time=0.02, small_min_time=0.1),
+                  repeats=9, slow_repeats=5, min_time=0.02, small_min_time=0.1, grid=1_000_000),
     "quick": Sizes("quick", n=1_000_000, small=1_000, rows=1_000, cols=1_000, segments=1_000,
-                   repeats=5, slow_repeats=5, min_time=0.01, small_min_time=0.03),
+                   repeats=5, slow_repeats=5, min_time=0.01, small_min_time=0.03,
+                   grid=1_000_000),
     # Tiny inputs for the test-suite: checks the machinery, measures nothing useful.
     "smoke": Sizes("smoke", n=20_000, small=200, rows=20, cols=100, segments=20,
-                   repeats=5, slow_repeats=5, min_time=0.0, small_min_time=0.0),
+                   repeats=5, slow_repeats=5, min_time=0.0, small_min_time=0.0, grid=4_000),
 }
 
 
@@ -86,6 +88,9 @@ SECTIONS = {
     "4": "4. Rows and ragged segments (float32)",
     "5": "5. Special inputs",
     "6": "6. Small arrays (per call, many calls per sample)",
+    "9": "9. Rows of every length (axis=1, about 1e6 elements per call, default threads)",
+    "10": "10. Small 1-D arrays (per call, many calls per sample)",
+    "11": "11. Short segments (1-64 elements each, about 1e6 values per call)",
     "7": "7. Informational rows (no target)",
     "8": "8. AVX2-only baseline: np.sort with AVX-512 dispatch disabled vs kwker's avx2 engine",
 }
@@ -332,6 +337,8 @@ def all_cases():
         _polars_sort_case("int32"),
     ]
     cases += [_engine_case(e, t) for t in (1, 2) for e in kwker.available_isas()]
+    from .grid import grid_cases  # grid.py builds on this module's Case and data helpers
+    cases += grid_cases()
     return cases
 
 

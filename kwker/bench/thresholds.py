@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Measures the size thresholds at which Kwker's engines switch algorithms.
+
+    python kwker/bench/thresholds.py                    # every engine this CPU runs
+    python kwker/bench/thresholds.py --engines avx2     # one engine
+    python kwker/bench/thresholds.py --out kwker/bench/thresholds.md
+
+For every tuning knob (runtime/tuning.h; names in docs/design.md) it times the two algorithms
+the knob chooses between, on the same inputs, with the knob forced each way, and reports the
+crossover it finds next to the default compiled into the engine (core/tuning-inl.h). The
+defaults are copied from this table; tests/python/test_thresholds.py checks that the committed
+table and the library agree.
+
+Timing: one thread, thread CPU time (time.thread_time), so other processes on a shared machine
+barely disturb it; each point is the better of the two algorithms' medians over 5 interleaved
+samples of at least 20 ms.
+"""
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import kwker
+from kwker import _runtime as rt
+
+BIG = 1 << 40  # a knob value that no input reaches
+
+
+def sample(fn, min_time=0.02):
+    """Thread CPU seconds per call of fn, looped to last at least min_time."""
+    fn()
+    loops, t = 1, 0.0
+    while True:
+        t0 = time.thread_time()
+        for _ in range(loops):
+            fn()
+        t = time.thread_time() - t0
+        if t >= min_time:
+            return t / loops
+        loops *= 2 if t <= 0 else max(2, int(min_time / t * 1.3))
+
+
+def compare(fn, a, b, repeats=5):
+    """Median seconds per call of fn() under knob settings a and b (dicts), interleaved."""
+    ta, tb = [], []
+    for _ in range(repeats):
+        for knobs, out in ((a, ta), (b, tb)):
+            with rt.tuning(**knobs):
+                out.append(sample(fn))
+    return statistics.median(ta), statistics.median(tb)
+
+
+def data(dtype, n, rng):
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return rng.random(n).astype(dt)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max, size=n, dtype=dt, endpoint=True)
+
+
+def segments_call(op, a, length):
+    """Many independent inputs of `length` keys through the ragged-segment path (explicit
+    offsets), so that no multi-row register kernel stands in for the per-input algorithm."""
+    offsets = np.arange(0, a.size + 1, length, dtype=np.int64)
+    if op == "sort":
+        return lambda: kwker.sort_segments(a, offsets, threads=1)
+    return lambda: kwker.sort_segments(a, offsets, return_indices=True, threads=1)
+
+
+def one_call(op, a):
+    if op == "sort":
+        return lambda: kwker.sort(a, threads=1)
+    return lambda: kwker.argsort(a, threads=1)
+
+
+def largest_winning(points, threshold=0.97):
+    """points: [(n, ratio)] in increasing n, ratio = other path / the knob's path. The largest n
+    such that the knob's path is not slower (ratio >= threshold) at every size up to n."""
+    best = 0
+    for n, r in points:
+        if r < threshold:
+            break
+        best = n
+    return best
+
+
+def smallest_winning_tail(points, threshold=1.0):
+    """The smallest n from which the ratio stays above threshold at every larger size."""
+    best = None
+    for n, r in reversed(points):
+        if r <= threshold:
+            break
+        best = n
+    return best
+
+
+class Measure:
+    def __init__(self, rng, total, log):
+        self.rng = rng
+        self.total = total
+        self.log = log
+
+    def rows(self, op, dtype, sizes, short, general):
+        points = []
+        for n in sizes:
+            a = data(dtype, max(n, self.total // n * n), self.rng)
+            t_short, t_gen = compare(segments_call(op, a, n), short(n), general(n))
+            points.append((n, t_gen / t_short))
+        self.log(f"    {op} {dtype}: " + ", ".join(f"{n}: {r:.2f}x" for n, r in points))
+        return points
+
+
+def network_sizes(cap, lo):
+    out = sorted({s for s in (lo, 9, 12, 16, 17, 24, 32, 33, 48, 64, 65, 96, 128, 129, 192,
+                              256, 257, 384, 512) if lo <= s <= cap})
+    return out
+
+
+def measure_engine(engine, args, log):
+    kwker.set_isa(engine)
+    rng = np.random.default_rng(1)
+    m = Measure(rng, args.total, log)
+    code = {k: rt.get_tuning(k) for k in rt.TUNING_KNOBS}
+    res = {}
+
+    def note(knob, value, evidence):
+        res[knob] = {"measured": value, "in_code": code[knob], "evidence": evidence}
+        log(f"  {knob}: measured {value}, in code {code[knob]}")
+
+    def fmt(points):
+        return ", ".join(f"{n}: {r:.2f}x" for n, r in points)
+
+    off = {"sort_network_max_32": 0, "sort_network_max_64": 0, "sort_pair_max_32": 0,
+           "sort_pair_max_64": 0, "sort_tiny_max": 0}
+    # Tiny scalar networks vs one vector network (sizes 2-8); the vector network is the
+    # general path here, so the network knobs stay at their defaults.
+    for op, knob in (("sort", "sort_tiny_max"), ("argsort", "argsort_tiny_max")):
+        pts = []
+        for dtype in ("int32", "float64"):
+            pts.append(m.rows(op, dtype, range(2, 9), lambda n: {knob: 8}, lambda n: {knob: 0}))
+        worst = [(n, min(p[i][1] for p in pts)) for i, n in enumerate(range(2, 9))]
+        note(knob, largest_winning(worst), "general/tiny per size (worst dtype): " + fmt(worst))
+
+    # One register network vs the general path (quicksort / packed quicksort).
+    for width, dtype, knob in ((32, "int32", "sort_network_max_32"),
+                               (64, "int64", "sort_network_max_64")):
+        cap = 256 if width == 32 else 128
+        cap = {"avx512": cap, "avx2": cap // 2, "sse4.2": cap // 4, "portable": 16}[engine]
+        pts = m.rows("sort", dtype, network_sizes(cap, 9), lambda n: {knob: BIG, "sort_tiny_max": 8},
+                     lambda n: dict(off))
+        note(knob, largest_winning(pts), "general/network: " + fmt(pts))
+        # Two networks and a merge layer, above one network's capacity.
+        if engine != "portable":
+            lo_k, hi_k = f"sort_pair_min_{width}", f"sort_pair_max_{width}"
+            sizes = sorted({cap + 1, cap * 5 // 4, cap * 11 // 8, cap * 3 // 2, cap * 13 // 8,
+                            cap * 7 // 4, cap * 2})
+            pts = m.rows("sort", dtype, sizes, lambda n: {lo_k: 0, hi_k: BIG},
+                         lambda n: {lo_k: BIG, hi_k: 0})
+            start = smallest_winning_tail(pts)
+            note(lo_k, start if start is not None else 0, "general/pair: " + fmt(pts))
+            note(hi_k, cap * 2 if start is not None else 0, "the pair holds 2 networks")
+        else:
+            note(f"sort_pair_min_{width}", 0, "no vector networks on this engine")
+            note(f"sort_pair_max_{width}", 0, "no vector networks on this engine")
+
+    for knob, dtype, cap in (("argsort_network_max_16", "int16", 256),
+                             ("argsort_network_max_32", "float32", 128),
+                             ("argsort_network_max_64", "float64", 128)):
+        cap = {"avx512": cap, "avx2": cap // 2, "sse4.2": cap // 4, "portable": 16}[engine]
+        pts = m.rows("argsort", dtype, network_sizes(cap, 9),
+                     lambda n: {knob: BIG, "argsort_tiny_max": 8},
+                     lambda n: {knob: 0, "argsort_tiny_max": 0})
+        note(knob, largest_winning(pts), "general/network: " + fmt(pts))
+
+    # Presorted detection: its cost on random input, where it never pays.
+    pts = []
+    for n in (256, 512, 1024, 2048, 4096, 16384):
+        a = data("float32", n, rng)
+        t_on, t_off = compare(one_call("sort", a), {"presorted_min": 0},
+                              {"presorted_min": BIG})
+        pts.append((n, t_off / t_on))
+    log("    presorted probe, random float32: " + fmt(pts))
+    start = smallest_winning_tail(pts, 0.98)  # the probe costs at most 2% from here on
+    note("presorted_min", start if start is not None else pts[-1][0],
+         "time without / with the probe on random input: " + fmt(pts))
+
+    # 16-bit counting sorts vs the widened quicksort / packed argsort.
+    for op, knob in (("sort", "count16_sort_min"), ("argsort", "count16_argsort_min")):
+        pts = []
+        for n in (10_000, 30_000, 60_000, 100_000, 200_000, 350_000, 600_000, 1_000_000):
+            if op == "argsort" and n > 65_536:
+                pts.append((n, pts[-1][1] if pts else 1.0))
+                continue
+            a = data("int16", n, rng)
+            t_count, t_other = compare(one_call(op, a), {knob: 0}, {knob: BIG})
+            pts.append((n, t_other / t_count))
+        start = smallest_winning_tail(pts)
+        note(knob, start if start is not None else BIG, "quicksort/counting: " + fmt(pts))
+
+    # LSD radix (one or two passes) vs the packed quicksort for 64-bit argsort, by key range.
+    pts = []
+    n = 1_000_000
+    for bits in (6, 8, 10, 11, 12, 14, 16, 22):
+        a = rng.integers(0, 1 << bits, size=n, dtype=np.int64)
+        t_radix, t_packed = compare(one_call("argsort", a), {"radix64_argsort_max_bits": 64},
+                                    {"radix64_argsort_max_bits": 0})
+        pts.append((bits, t_packed / t_radix))
+    note("radix64_argsort_max_bits", largest_winning(pts, 1.0),
+         "packed/radix by key bits (n = 1e6): " + fmt(pts))
+    kwker.set_isa(None)
+    return res
+
+
+def markdown(results, env):
+    lines = ["# Measured algorithm thresholds", "",
+             f"Machine: {env['cpu']}; kwker {env['kwker']}; NumPy {env['numpy']}; "
+             f"Python {env['python']}; measured {env['when']} with "
+             "`python kwker/bench/thresholds.py` (one thread, thread CPU time, medians of 5 "
+             "interleaved samples).", "",
+             "The *in code* column is the engine's compiled default (core/tuning-inl.h); "
+             "`tests/python/test_thresholds.py` checks that it matches the library. Ratios in "
+             "the evidence column are the time of the alternative path over the time of the "
+             "path the knob enables (> 1: the knob's path is faster).", ""]
+    for engine, res in results.items():
+        lines += [f"## {engine}", "", "| knob | measured | in code | evidence |",
+                  "|---|---:|---:|---|"]
+        for knob, r in res.items():
+            lines.append(f"| `{knob}` | {r['measured']} | {r['in_code']} | {r['evidence']} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python kwker/bench/thresholds.py",
+                                description=__doc__.split("\n")[1])
+    p.add_argument("--engines", help="comma-separated engines (default: every engine this "
+                                     "CPU runs)")
+    p.add_argument("--total", type=int, default=200_000,
+                   help="keys per timed call of the per-size measurements (default 200000)")
+    p.add_argument("--out", help="also write the Markdown table to this file")
+    p.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    args = p.parse_args(argv)
+    engines = args.engines.split(",") if args.engines else kwker.available_isas()[::-1]
+    for e in engines:
+        if e not in kwker.available_isas():
+            p.error(f"engine {e!r} does not run on this CPU (it runs: "
+                    f"{', '.join(kwker.available_isas())})")
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    info = kwker.runtime_info()
+    env = {"cpu": info.get("cpu", {}).get("brand"), "kwker": kwker.__version__,
+           "numpy": np.__version__, "python": platform.python_version(),
+           "when": time.strftime("%Y-%m-%d")}
+    results = {}
+    for e in engines:
+        log(f"engine {e}")
+        results[e] = measure_engine(e, args, log)
+    text = markdown(results, env)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+    print(json.dumps({"environment": env, "engines": results}, indent=1) if args.json else text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

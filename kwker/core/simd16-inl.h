@@ -1,0 +1,176 @@
+// simd16-inl.h: vector ops on 16-bit keys for the sorting networks only (no partition step:
+// 16-bit compress needs AVX512-VBMI2, so the 16-bit quicksort keeps the scalar lanes of
+// ScalarOps). Twice the lanes of the 32-bit networks, so short rows of 8/16-bit dtypes sort in
+// half the steps. Same contract as the Ops<T> of simd-inl.h (load/store, set1, partial
+// load/store, minmax, perm_xor<M>, cx_lanes<M>); the portable engine keeps ScalarOps.
+#ifndef KWKER_CORE_SIMD16_INL_H_
+#define KWKER_CORE_SIMD16_INL_H_
+
+#include "simd-inl.h"
+
+namespace kwker {
+namespace KWKER_ENGINE_NS {
+namespace vq {
+
+#if defined(__AVX512F__) || defined(__AVX2__) || defined(__SSE4_2__)
+// pshufb control that moves 16-bit lane l ^ M (M < 8) into lane l of every 128-bit block.
+struct Shuf16 {
+  int8_t b[16];
+};
+constexpr Shuf16 make_shuf16(unsigned m) {
+  Shuf16 s{};
+  for (unsigned j = 0; j < 16; ++j) s.b[j] = int8_t((((j >> 1) ^ m) << 1) | (j & 1));
+  return s;
+}
+template <unsigned M> struct Shuf16Table {
+  static constexpr Shuf16 value = make_shuf16(M);
+};
+KWKER_VQ_INLINE __m128i shuf16_128(const Shuf16 &s) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i *>(s.b));
+}
+
+// Buffered partial access (no 16-bit masked load/store below AVX-512BW).
+template <class V, size_t W, class Load, class Store>
+struct Partial16 {
+  static KWKER_VQ_INLINE V load(const int16_t *p, size_t n, Load ld) {
+    int16_t buf[W];
+    for (size_t i = 0; i < W; ++i) buf[i] = Limits<int16_t>::kMax;
+    memcpy(buf, p, n * sizeof(int16_t));
+    return ld(buf);
+  }
+  static KWKER_VQ_INLINE void store(int16_t *p, V v, size_t n, Store st) {
+    int16_t buf[W];
+    st(buf, v);
+    memcpy(p, buf, n * sizeof(int16_t));
+  }
+};
+#endif
+
+#if defined(__AVX512F__)
+template <> struct Ops<int16_t> {
+  using T = int16_t;
+  using Key = T;
+  using V = __m512i;
+  static constexpr size_t W = 32;
+  static constexpr size_t kUnroll = 6;
+  static constexpr size_t kMaxVecs = 16;
+
+  static KWKER_VQ_INLINE V load(const T *p) { return _mm512_loadu_si512(p); }
+  static KWKER_VQ_INLINE void store(T *p, V v) { _mm512_storeu_si512(p, v); }
+  static KWKER_VQ_INLINE V set1(T x) { return _mm512_set1_epi16(x); }
+  static KWKER_VQ_INLINE __mmask32 first(size_t n) { return __mmask32((1u << n) - 1); }
+  static KWKER_VQ_INLINE V load_partial(const T *p, size_t n) {
+    return _mm512_mask_loadu_epi16(set1(Limits<T>::kMax), first(n), p);
+  }
+  static KWKER_VQ_INLINE void store_partial(T *p, V v, size_t n) {
+    _mm512_mask_storeu_epi16(p, first(n), v);
+  }
+  static KWKER_VQ_INLINE void minmax(V a, V b, V &mn, V &mx) {
+    mn = _mm512_min_epi16(a, b);
+    mx = _mm512_max_epi16(a, b);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V perm_xor(V v) {
+    if constexpr (M == 2) return _mm512_shuffle_epi32(v, _MM_PERM_ENUM(0xB1));
+    else if constexpr (M == 4) return _mm512_shuffle_epi32(v, _MM_PERM_ENUM(0x4E));
+    else if constexpr (M < 8)
+      return _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(shuf16_128(Shuf16Table<M>::value)));
+    else if constexpr (M == 8) return _mm512_shuffle_i32x4(v, v, 0xB1);
+    else if constexpr (M == 16) return _mm512_shuffle_i32x4(v, v, 0x4E);
+    else if constexpr (M == 24) return _mm512_shuffle_i32x4(v, v, 0x1B);
+    else {
+      alignas(64) int16_t idx[32] = {};
+      for (unsigned l = 0; l < 32; ++l) idx[l] = int16_t(l ^ M);
+      return _mm512_permutexvar_epi16(_mm512_load_si512(idx), v);
+    }
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V cx_lanes(V v) {
+    const V w = perm_xor<M>(v);
+    return _mm512_mask_max_epi16(_mm512_min_epi16(v, w),
+                                 __mmask32(upper_lanes(32, highest_bit(M))), v, w);
+  }
+};
+
+#elif defined(__AVX2__)
+template <> struct Ops<int16_t> {
+  using T = int16_t;
+  using Key = T;
+  using V = __m256i;
+  static constexpr size_t W = 16;
+  static constexpr size_t kUnroll = 6;
+  static constexpr size_t kMaxVecs = 16;
+
+  static KWKER_VQ_INLINE V load(const T *p) { return _mm256_loadu_si256((const __m256i *)p); }
+  static KWKER_VQ_INLINE void store(T *p, V v) { _mm256_storeu_si256((__m256i *)p, v); }
+  static KWKER_VQ_INLINE V set1(T x) { return _mm256_set1_epi16(x); }
+  static KWKER_VQ_INLINE V load_partial(const T *p, size_t n) {
+    return Partial16<V, W, V (*)(const T *), void (*)(T *, V)>::load(p, n, &load);
+  }
+  static KWKER_VQ_INLINE void store_partial(T *p, V v, size_t n) {
+    Partial16<V, W, V (*)(const T *), void (*)(T *, V)>::store(p, v, n, &store);
+  }
+  static KWKER_VQ_INLINE void minmax(V a, V b, V &mn, V &mx) {
+    mn = _mm256_min_epi16(a, b);
+    mx = _mm256_max_epi16(a, b);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V perm_xor(V v) {
+    if constexpr (M >= 8) v = _mm256_permute4x64_epi64(v, 0x4E);
+    constexpr unsigned m = M & 7;
+    if constexpr (m == 0) return v;
+    else if constexpr (m == 2) return _mm256_shuffle_epi32(v, 0xB1);
+    else if constexpr (m == 4) return _mm256_shuffle_epi32(v, 0x4E);
+    else {
+      const __m128i s = shuf16_128(Shuf16Table<m>::value);
+      return _mm256_shuffle_epi8(v, _mm256_broadcastsi128_si256(s));
+    }
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V cx_lanes(V v) {
+    const V w = perm_xor<M>(v);
+    constexpr unsigned H = highest_bit(M);
+    alignas(32) int16_t up[16] = {};
+    for (unsigned l = 0; l < 16; ++l) up[l] = (l & H) ? int16_t(-1) : int16_t(0);
+    return _mm256_blendv_epi8(_mm256_min_epi16(v, w), _mm256_max_epi16(v, w),
+                              _mm256_load_si256((const __m256i *)up));
+  }
+};
+
+#elif defined(__SSE4_2__)
+template <> struct Ops<int16_t> {
+  using T = int16_t;
+  using Key = T;
+  using V = __m128i;
+  static constexpr size_t W = 8;
+  static constexpr size_t kUnroll = 6;
+  static constexpr size_t kMaxVecs = 16;
+
+  static KWKER_VQ_INLINE V load(const T *p) { return _mm_loadu_si128((const __m128i *)p); }
+  static KWKER_VQ_INLINE void store(T *p, V v) { _mm_storeu_si128((__m128i *)p, v); }
+  static KWKER_VQ_INLINE V set1(T x) { return _mm_set1_epi16(x); }
+  static KWKER_VQ_INLINE V load_partial(const T *p, size_t n) {
+    return Partial16<V, W, V (*)(const T *), void (*)(T *, V)>::load(p, n, &load);
+  }
+  static KWKER_VQ_INLINE void store_partial(T *p, V v, size_t n) {
+    Partial16<V, W, V (*)(const T *), void (*)(T *, V)>::store(p, v, n, &store);
+  }
+  static KWKER_VQ_INLINE void minmax(V a, V b, V &mn, V &mx) {
+    mn = _mm_min_epi16(a, b);
+    mx = _mm_max_epi16(a, b);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V perm_xor(V v) {
+    if constexpr (M == 2) return _mm_shuffle_epi32(v, 0xB1);
+    else if constexpr (M == 4) return _mm_shuffle_epi32(v, 0x4E);
+    else return _mm_shuffle_epi8(v, shuf16_128(Shuf16Table<M>::value));
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V cx_lanes(V v) {
+    const V w = perm_xor<M>(v);
+    constexpr unsigned H = highest_bit(M);
+    constexpr int mask = int(upper_lanes(8, H));
+    return _mm_blend_epi16(_mm_min_epi16(v, w), _mm_max_epi16(v, w), mask);
+  }
+};
+#endif
+
+}  // namespace vq
+}  // namespace KWKER_ENGINE_NS
+}  // namespace kwker
+
+#endif  // KWKER_CORE_SIMD16_INL_H_

@@ -1,0 +1,113 @@
+"""The short-input grid: rows of every length, small 1-D calls and short segments.
+
+These are the shapes users meet first (a matrix of short rows, one small array per call,
+many short groups) and the shapes the troubleshooting page tells them to batch into.
+Targets: never slower than NumPy in any cell; in the axis=1 grid, at least 2x for sort and 4x
+for the stable argsort wherever a row has 16 or more elements.
+"""
+import numpy as np
+
+import kwker
+
+from .cases import Case, Competitor, Setup, rng_for, uniform
+
+ROW_LENGTHS = (2, 4, 8, 16, 32, 64, 100, 256, 1000)
+SMALL_SIZES = (8, 16, 64, 256, 1000)
+DTYPES = ("float32", "int32", "float64", "int64", "int16")
+
+def _row_target(op, length):
+    if length < 16:
+        return 1.0
+    return 2.0 if op == "sort" else 4.0
+
+
+def _rows_case(op, dtype, length):
+    cid = f"grid/{op}/{dtype}/rows{length}"
+
+    def setup(sizes, mods):
+        rows = max(1, sizes.grid // length)
+        m = uniform(rng_for(cid), dtype, rows * length).reshape(rows, length)
+        if op == "sort":
+            return Setup(kwker=lambda: kwker.sort(m, axis=1),
+                         competitors={"np": lambda: np.sort(m, axis=1)})
+        return Setup(kwker=lambda: kwker.argsort(m, axis=1),
+                     competitors={"np": lambda: np.argsort(m, axis=1, kind="stable")})
+    np_desc = ("np.sort(m, axis=1)" if op == "sort"
+               else 'np.argsort(m, axis=1, kind="stable")')
+    return Case(cid, "9", dtype, f"kwker.{op}(m, axis=1)",
+                [Competitor("np", np_desc, _row_target(op, length))], setup,
+                n=lambda s: max(1, s.grid // length) * length,
+                shape=lambda s: f"{max(1, s.grid // length)}x{length}")
+
+
+def _small_case(op, dtype, n):
+    cid = f"grid/{op}/{dtype}/n{n}"
+
+    def setup(sizes, mods):
+        a = uniform(rng_for(cid), dtype, n)
+        if op == "sort":
+            return Setup(kwker=lambda: kwker.sort(a), competitors={"np": lambda: np.sort(a)})
+        return Setup(kwker=lambda: kwker.argsort(a),
+                     competitors={"np": lambda: np.argsort(a, kind="stable")})
+    np_desc = "np.sort(a)" if op == "sort" else 'np.argsort(a, kind="stable")'
+    return Case(cid, "10", dtype, f"kwker.{op}(a)", [Competitor("np", np_desc, 1.0)], setup,
+                n=lambda s: n, small=True)
+
+
+def short_segments(rng, total):
+    """Offsets of segments of 1-64 elements covering about `total` values, and segment ids."""
+    lengths = rng.integers(1, 65, size=total // 32 + 1)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    offsets = offsets[offsets <= total]
+    seg_ids = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
+    return offsets, seg_ids
+
+
+def fused_key(values, seg_ids):
+    """One int64 per value whose order is (segment, value): the segment id in the high 32 bits,
+    the float32 value as an order-preserving 32-bit key in the low ones (NaN-free data)."""
+    bits = values.view(np.uint32).astype(np.int64)
+    key = np.where(bits & 0x80000000, bits ^ 0xFFFFFFFF, bits | 0x80000000)
+    return (seg_ids << 32) | key
+
+
+def _segments_case(dtype, with_indices):
+    cid = f"grid/sort_segments/{dtype}" + ("/indices" if with_indices else "")
+
+    def setup(sizes, mods):
+        rng = rng_for(cid)
+        offsets, seg_ids = short_segments(rng, sizes.grid)
+        v = uniform(rng, dtype, int(offsets[-1]))
+        comps = {}
+        if with_indices:
+            comps["np.lexsort"] = lambda: np.lexsort((v, seg_ids))
+            kw = lambda: kwker.sort_segments(v, offsets, return_indices=True)  # noqa: E731
+        else:
+            comps["np.lexsort"] = lambda: v[np.lexsort((v, seg_ids))]
+            kw = lambda: kwker.sort_segments(v, offsets)  # noqa: E731
+        if dtype == "float32":
+            fused = fused_key(v, seg_ids)  # built once, outside the timed region
+            if with_indices:
+                comps["np.argsort(fused)"] = lambda: np.argsort(fused, kind="stable")
+            else:
+                comps["np.sort(fused)"] = lambda: np.sort(fused)
+        return Setup(kwker=kw, competitors=comps)
+    call = "kwker.sort_segments(v, offsets" + (", return_indices=True)" if with_indices else ")")
+    comps = [Competitor("np.lexsort", "np.lexsort((v, segment_ids))" +
+                        ("" if with_indices else " then v[order]"), 1.0)]
+    if dtype == "float32":
+        comps.append(Competitor(
+            "np.argsort(fused)" if with_indices else "np.sort(fused)",
+            ("np.argsort(k, kind='stable')" if with_indices else "np.sort(k)") +
+            " of a prebuilt int64 key (segment << 32 | order-preserving float32 bits)", 1.0))
+    return Case(cid, "11", dtype, call, comps, setup,
+                n=lambda s: s.grid, shape=lambda s: "segments of 1-64")
+
+
+def grid_cases():
+    cases = [_rows_case(op, dt, length)
+             for dt in DTYPES for op in ("sort", "argsort") for length in ROW_LENGTHS]
+    cases += [_small_case(op, dt, n) for dt in DTYPES for op in ("sort", "argsort")
+              for n in SMALL_SIZES]
+    cases += [_segments_case(dt, ind) for dt in ("float32", "float64") for ind in (False, True)]
+    return cases
