@@ -88,6 +88,8 @@ SECTIONS = {
     "6": "6. Small arrays (per call, many calls per sample)",
     "7": "7. Informational rows (no target)",
     "8": "8. AVX2-only baseline: np.sort with AVX-512 dispatch disabled vs kwker's avx2 engine",
+    "9": "9. DataFrames: kwker.frame vs pandas / Polars / Dask (2 threads; results identical "
+         "to the stable sort)",
 }
 
 
@@ -332,6 +334,8 @@ def all_cases():
         _polars_sort_case("int32"),
     ]
     cases += [_engine_case(e, t) for t in (1, 2) for e in kwker.available_isas()]
+    from . import frame_cases
+    cases += frame_cases.cases()
     return cases
 
 

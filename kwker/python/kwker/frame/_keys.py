@@ -6,12 +6,14 @@ goes). `order` returns the stable row permutation, with every comparison done by
 
 - one key that Kwker sorts as it is: a single `kwker.argsort` call with its descending /
   nans_first flags (no copy, no encoding);
-- anything else: every key becomes one or two unsigned *fields* whose ascending order is the
-  wanted order (direction, null and NaN placement folded in, and the value range shifted to
-  start at 0, so a small-range column costs only the bits it needs); the fields are packed
-  most-significant first into as few 64-bit words as hold them, each word is narrowed to the
-  smallest unsigned type, and the words are sorted least-significant first with stable
-  `kwker.argsort` passes (an LSD radix sort whose digits are whole words).
+- several keys: an LSD sort whose digits are key groups, least significant first, each a
+  stable `kwker.argsort` pass over the rows in the order the previous passes left them.
+  A wide key (float, datetime, 64-bit integer of wide range) is its own pass, sorted as it is
+  (flags for direction and NaN, nulls split off). Consecutive narrow keys (booleans, ranks of
+  strings and categories, integers whose range fits 32 bits) become unsigned *fields* whose
+  ascending order is the wanted order (direction and nulls folded in, the range shifted to
+  start at 0 so a column costs only the bits it needs), packed into as few words as hold them:
+  one pass sorts them all.
 
 docs/frame.md gives the measurements behind this choice.
 """
@@ -28,6 +30,7 @@ _U64 = np.dtype(np.uint64)
 _I64 = np.dtype(np.int64)
 _NAT = np.iinfo(np.int64).min
 _MAX_BITS = 64
+_MISSING = {"f": np.nan, "M": np.datetime64("NaT"), "m": np.timedelta64("NaT")}
 
 
 @dataclasses.dataclass
@@ -46,14 +49,59 @@ def order(keys, n):
     """Stable permutation (int64) that sorts n rows by `keys`, most significant first."""
     if n == 0:
         return np.empty(0, _I64)
-    if len(keys) == 1:
-        perm = _direct(keys[0])
-        if perm is not None:
-            return perm
-    fields = []
+    perm = None
+    for group in reversed(_plan(keys)):          # least significant group first (LSD)
+        if isinstance(group, Key):
+            if perm is None:
+                perm = _direct(group)
+            else:
+                perm = _gather.take(perm, _direct(_taken(group, perm)))
+        else:
+            fields = []
+            for key in group:
+                fields.extend(_fields(key))
+            perm = _lsd(_pack(fields), n, perm)
+    return perm
+
+
+def _plan(keys):
+    """Keys grouped for `order`: a wide key (floats, datetimes, 64-bit integers of wide range)
+    is one group, sorted by Kwker as it is; runs of narrow keys (booleans, ranks, small
+    integers) are packed together into as few words as hold them."""
+    groups = []
     for key in keys:
-        fields.extend(_fields(key))
-    return _lsd(_pack(fields), n)
+        if _narrow_key(key):
+            if groups and isinstance(groups[-1], list):
+                groups[-1].append(key)
+            else:
+                groups.append([key])
+        else:
+            groups.append(key)
+    return groups
+
+
+def _narrow_key(key):
+    if key.ncodes is not None:
+        return key.ncodes <= 2**32
+    kind = key.values.dtype.kind
+    if kind == "b":
+        return True
+    if kind not in "iu":
+        return False
+    if key.values.dtype.itemsize <= 4:
+        return True
+    v = key.values
+    ok = True if key.null is None else ~key.null
+    if not v.size or (key.null is not None and not ok.any()):
+        return True
+    return int(v.max(where=ok, initial=np.iinfo(v.dtype).min)) - \
+        int(v.min(where=ok, initial=np.iinfo(v.dtype).max)) < 2**32
+
+
+def _taken(key, perm):
+    """The key with its rows in `perm` order."""
+    return dataclasses.replace(key, values=_gather.take(key.values, perm),
+                               null=None if key.null is None else np.take(key.null, perm))
 
 
 # ---- one key Kwker sorts as it is
@@ -64,6 +112,13 @@ def _direct(key):
     v = key.values
     if key.null is None:
         return kwker.argsort(v, descending=key.descending, nans_first=key.nans_first)
+    if v.dtype.kind in "fmM":
+        # No NaN (NaT) among the non-null values: nulls become NaN and Kwker places them with
+        # its nans_first flag, with no split and no gather back (the cheapest way by far).
+        nan = np.isnan(v)
+        if not nan.any() or not (nan & ~key.null).any():
+            filled = np.where(key.null, _MISSING[v.dtype.kind], v)
+            return kwker.argsort(filled, descending=key.descending, nans_first=key.nulls_first)
     nulls = np.flatnonzero(key.null)
     if nulls.size == 0:
         return kwker.argsort(v, descending=key.descending, nans_first=key.nans_first)
@@ -198,10 +253,11 @@ def _narrow(w, bits):
     return w
 
 
-def _lsd(words, n):
-    if not words:
-        return np.arange(n, dtype=_I64)
-    perm = kwker.argsort(words[-1])
-    for w in reversed(words[:-1]):
-        perm = _gather.take(perm, kwker.argsort(_gather.take(w, perm)))
-    return perm
+def _lsd(words, n, perm=None):
+    """Stable passes over the words, last (least significant) first, after `perm`."""
+    for w in reversed(words):
+        if perm is None:
+            perm = kwker.argsort(w)
+        else:
+            perm = _gather.take(perm, kwker.argsort(_gather.take(w, perm)))
+    return np.arange(n, dtype=_I64) if perm is None else perm
