@@ -49,22 +49,35 @@ def order(keys, n):
     """Stable permutation (int64) that sorts n rows by `keys`, most significant first."""
     if n == 0:
         return np.empty(0, _I64)
-    perm = None
-    for group in reversed(_plan(keys)):          # least significant group first (LSD)
-        if isinstance(group, Key):
-            if perm is None:
-                perm = _direct(group)
-            else:
-                perm = _gather.take(perm, _direct(_taken(group, perm)))
-        else:
-            fields = []
-            for key in group:
-                fields.extend(_fields(key))
-            perm = _lsd(_pack(fields), n, perm)
+    groups = plan(keys)
+    if len(groups) > 1:
+        from . import _ties
+        if _ties.few(groups[0], n):
+            return _ties.refine(groups, n)
+    return lsd(groups, n)
+
+
+def lsd(groups, n, perm=None):
+    """Sort by `groups` (from _plan), least significant first, after `perm` if given."""
+    for group in reversed(groups):
+        perm = sort_group(group, n, perm)
     return perm
 
 
-def _plan(keys):
+def sort_group(group, n, perm=None):
+    """Stable sort by one group (a Key, or a list of narrow Keys packed into words), of the
+    rows in `perm` order when perm is given."""
+    if isinstance(group, Key):
+        if perm is None:
+            return _direct(group)
+        return _gather.take(perm, _direct(taken(group, perm)))
+    fields = []
+    for key in group:
+        fields.extend(_fields(key))
+    return _lsd(_pack(fields), n, perm)
+
+
+def plan(keys):
     """Keys grouped for `order`: a wide key (floats, datetimes, 64-bit integers of wide range)
     is one group, sorted by Kwker as it is; runs of narrow keys (booleans, ranks, small
     integers) are packed together into as few words as hold them."""
@@ -98,7 +111,7 @@ def _narrow_key(key):
         int(v.min(where=ok, initial=np.iinfo(v.dtype).max)) < 2**32
 
 
-def _taken(key, perm):
+def taken(key, perm):
     """The key with its rows in `perm` order."""
     return dataclasses.replace(key, values=_gather.take(key.values, perm),
                                null=None if key.null is None else np.take(key.null, perm))

@@ -6,7 +6,7 @@ with pandas' own `take`, so dtypes, column order, index and attrs come out as pa
 """
 import numpy as np
 
-from . import _keys, _lazy, _pandas_keys, _switch
+from . import _keys, _lazy, _pandas_keys, _pandas_take, _switch
 
 _NA_POSITIONS = ("first", "last")
 
@@ -138,7 +138,7 @@ def _finish(obj, perm, ignore_index, method):
                                       and np.array_equal(perm, np.arange(n)))):
         result = obj.copy(deep=False)            # pandas returns a copy when nothing moves
     else:
-        result = obj.take(perm)
+        result = _pandas_take.take(obj, perm, pd)
     if ignore_index:
         result.index = pd.RangeIndex(n)
     return result.__finalize__(obj, method=method)
