@@ -234,3 +234,33 @@ def test_bad_na_position_and_wrong_object():
         kf.sort_values([3, 1])
     with pytest.raises(TypeError, match="a DataFrame needs by="):
         kf.sort_values(pd.DataFrame({"a": [1]}))
+
+
+# ---- the strategies of kwker.frame._keys.order agree
+
+@FAST
+@given(pandas_frames(max_rows=60))
+def test_every_multi_column_strategy_gives_the_same_permutation(case):
+    from kwker.frame import _keys, _pandas_keys
+    df, by, ascending, na_position = case
+    asc = ascending if isinstance(ascending, list) else [ascending] * len(by)
+    keys = [_pandas_keys.column_key(df[c], c, a, na_position, len(by) > 1)
+            for c, a in zip(by, asc)]
+    perms = [_keys.order(keys, len(df), strategy=s) for s in _keys.STRATEGIES]
+    for p in perms[1:]:
+        assert np.array_equal(p, perms[0])
+
+
+def test_nearly_unique_first_key_takes_the_tie_refinement_path():
+    from kwker.frame import _keys, _pandas_keys, _ties
+    rng = np.random.default_rng(11)
+    n = 300_000
+    a = rng.integers(0, 2**40, n)
+    a[rng.integers(0, n, 3000)] = a[rng.integers(0, n, 3000)]      # some planted ties
+    df = pd.DataFrame({"a": a, "b": np.where(rng.random(n) < 0.1, NAN, rng.random(n).round(1)),
+                       "c": rng.choice(["x", "y"], n)})
+    keys = [_pandas_keys.column_key(df[c], c, True, "last", True) for c in "abc"]
+    assert _ties.few(_keys.plan(keys)[0], n)
+    for asc in (True, [False, True, False]):
+        _same(kf.sort_values(df, ["a", "b", "c"], ascending=asc),
+              df.sort_values(["a", "b", "c"], ascending=asc, kind="stable"))

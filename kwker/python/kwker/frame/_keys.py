@@ -45,12 +45,19 @@ class Key:
     ncodes: Optional[int] = None
 
 
-def order(keys, n):
-    """Stable permutation (int64) that sorts n rows by `keys`, most significant first."""
+STRATEGIES = ("auto", "lsd", "per-key", "packed")
+
+
+def order(keys, n, strategy="auto"):
+    """Stable permutation (int64) that sorts n rows by `keys`, most significant first.
+
+    strategy (for measurements; docs/frame.md): "auto" (what kwker.frame uses: MSD first pass
+    when the first group leaves few ties, else "lsd"), "lsd" (key groups, least significant
+    first), "per-key" (one pass per key, no packing), "packed" (every key packed into words)."""
     if n == 0:
         return np.empty(0, _I64)
-    groups = plan(keys)
-    if len(groups) > 1:
+    groups = plan(keys, strategy)
+    if len(groups) > 1 and strategy == "auto":
         from . import _ties
         if _ties.few(groups[0], n):
             return _ties.refine(groups, n)
@@ -77,10 +84,14 @@ def sort_group(group, n, perm=None):
     return _lsd(_pack(fields), n, perm)
 
 
-def plan(keys):
+def plan(keys, strategy="auto"):
     """Keys grouped for `order`: a wide key (floats, datetimes, 64-bit integers of wide range)
     is one group, sorted by Kwker as it is; runs of narrow keys (booleans, ranks, small
     integers) are packed together into as few words as hold them."""
+    if strategy == "packed":
+        return [list(keys)]
+    if strategy == "per-key":
+        return [key if key.ncodes is None else [key] for key in keys]
     groups = []
     for key in keys:
         if _narrow_key(key):
@@ -90,7 +101,9 @@ def plan(keys):
                 groups.append([key])
         else:
             groups.append(key)
-    return groups
+    # a narrow key alone that Kwker sorts as it is (bool, <= 32-bit integers) needs no packing
+    return [g[0] if isinstance(g, list) and len(g) == 1 and g[0].ncodes is None
+            and g[0].values.dtype.itemsize <= 4 else g for g in groups]
 
 
 def _narrow_key(key):
