@@ -162,6 +162,12 @@ def _cluster():
         cluster.close()
 
 
+def _dask_partition(i, rows):
+    import pandas as pd
+    rng = np.random.default_rng([14, i])
+    return pd.DataFrame({"k": rng.random(rows), "p": rng.integers(0, 2**40, rows)})
+
+
 def _dask_case():
     cid = "frame/dask"
 
@@ -181,12 +187,10 @@ def _dask_case():
         import distributed
 
         import kwker.frame.dask as kfd
-        pd = mods["pandas"]
         held = _Held()
         client = held.stack.enter_context(_cluster())
-        rng = rng_for(cid)
-        df = pd.DataFrame({"k": _floats(rng, sizes.n), "p": rng.integers(0, 2**40, sizes.n)})
-        ddf = client.persist(dd.from_pandas(df, npartitions=4))
+        # made on the workers: a frame built here would travel inside the task graph
+        ddf = client.persist(dd.from_map(_dask_partition, range(4), rows=sizes.n // 4))
         distributed.wait(ddf)
 
         def run(make):
