@@ -50,8 +50,11 @@ def main(argv=None):
     for label, (keys, lex) in _cases(args.n, rng).items():
         times = {s: [] for s in names}
         ref = None
-        for _ in range(args.repeats):
-            for s in names:
+        for s in names[:-1] if not args.no_lexsort else names:     # warm-up (thread pools)
+            _keys.order(keys, args.n, strategy=s)
+        for r in range(args.repeats):
+            for s in names[r % len(names):] + names[:r % len(names)]:   # rotate: no fixed
+                # neighbour (np.lexsort leaves the caches and allocator in another state)
                 gc.collect()
                 t0 = time.perf_counter()
                 perm = (np.lexsort(lex) if s == "np.lexsort"

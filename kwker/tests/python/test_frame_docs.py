@@ -40,3 +40,13 @@ def test_python_block_runs(code, tmp_path):
     r = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_strategy_script_runs_and_every_strategy_agrees():
+    script = DOC.parents[1] / "bench" / "frame_strategies.py"
+    r = subprocess.run([sys.executable, str(script), "--n", "3000", "--repeats", "1"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr      # it asserts equal permutations itself
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows[0].startswith("| keys | auto | lsd | per-key | packed | np.lexsort |")
+    assert len(rows) == 5

@@ -162,20 +162,16 @@ def sort(df, by=None, *, descending=False, nulls_last=False):
         if _switch.off():
             return df.sort(descending=descending, nulls_last=nulls_last)
         return _sort_series(df, descending, nulls_last)
-    if isinstance(df, pl.LazyFrame):
+    if isinstance(df, (pl.DataFrame, pl.LazyFrame)):
+        kind = type(df).__name__
         if by is None:
-            raise TypeError("kwker.frame.sort: a LazyFrame needs by= (column names or "
-                            "expressions)")
-        if _switch.off():
-            return df.sort(by, descending=descending, nulls_last=nulls_last, maintain_order=True)
-        return df.map_batches(lambda batch: _sort_frame(batch, by, descending, nulls_last),
-                              schema=df.collect_schema(), streamable=False)
-    if isinstance(df, pl.DataFrame):
-        if by is None:
-            raise TypeError("kwker.frame.sort: a DataFrame needs by= (a column name, an "
+            raise TypeError(f"kwker.frame.sort: a {kind} needs by= (a column name, an "
                             "expression, or a list of them)")
         if _switch.off():
             return df.sort(by, descending=descending, nulls_last=nulls_last, maintain_order=True)
+        if isinstance(df, pl.LazyFrame):  # the plan sorts with Kwker when it is collected
+            return df.map_batches(lambda batch: _sort_frame(batch, by, descending, nulls_last),
+                                  schema=df.collect_schema(), streamable=False)
         return _sort_frame(df, by, descending, nulls_last)
     hint = (" (a pandas object: use kwker.frame.sort_values)"
             if type(df).__module__.startswith("pandas") else "")
