@@ -264,3 +264,14 @@ def test_nearly_unique_first_key_takes_the_tie_refinement_path():
     for asc in (True, [False, True, False]):
         _same(kf.sort_values(df, ["a", "b", "c"], ascending=asc),
               df.sort_values(["a", "b", "c"], ascending=asc, kind="stable"))
+
+
+def test_period_columns():
+    p = pd.DataFrame({"p": pd.period_range("2020", periods=4, freq="D")[[2, 0, 3, 1]],
+                      "i": range(4)})
+    p.loc[1, "p"] = pd.NaT
+    for asc in (True, False):
+        for na in ("first", "last"):
+            for by in ("p", ["p", "i"]):
+                _same(kf.sort_values(p, by, ascending=asc, na_position=na),
+                      p.sort_values(by, ascending=asc, na_position=na, kind="stable"))

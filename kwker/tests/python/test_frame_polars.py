@@ -163,3 +163,14 @@ def test_wrong_object():
         kf.sort(pd.DataFrame({"a": [1]}), "a")
     with pytest.raises(TypeError, match="a DataFrame needs by="):
         kf.sort(pl.DataFrame({"a": [1]}))
+
+
+def test_decimal_columns():
+    import decimal
+    d = decimal.Decimal
+    df = pl.DataFrame({"d": pl.Series([d("1.5"), None, d("-2.25"), d("1.5")],
+                                      dtype=pl.Decimal(10, 2)), "i": [0, 1, 2, 3]})
+    for desc in (False, True):
+        for nl in (False, True):
+            _same(kf.sort(df, "d", descending=desc, nulls_last=nl),
+                  df.sort("d", descending=desc, nulls_last=nl, maintain_order=True))
