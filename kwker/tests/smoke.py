@@ -27,6 +27,20 @@ for engine in kwker.available_isas():
         assert kwker.runtime_info()["counters"][engine]["calls"] >= 14, engine
         assert kwker.self_check(engine)["ok"], engine
 
+# kwker.frame ships in the wheel and imports no dataframe library; in this environment (the
+# wheel alone, no extras) a call says how to install what it needs.
+import kwker.frame  # noqa: E402
+assert "pandas" not in sys.modules and "polars" not in sys.modules
+try:
+    import pandas  # noqa: F401
+except ImportError:
+    try:
+        kwker.frame.sort_values(None)
+    except ImportError as exc:
+        assert 'pip install "kwker[frame]"' in str(exc), exc
+    else:
+        raise AssertionError("kwker.frame.sort_values ran without pandas")
+
 paths = _locate.sdk_paths()
 for key in ("include_dir", "lib_dir", "cmake_dir", "doctor"):
     assert paths[key] and os.path.exists(paths[key]), (key, paths)

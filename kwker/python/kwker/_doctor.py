@@ -79,6 +79,34 @@ def _threading():
     return out
 
 
+# Integrations whose module reports its state (register_status) and imports no framework.
+STATUS_MODULES = ("kwker.frame",)
+
+
+def _integration_states():
+    import importlib
+
+    from kwker import _warnings as w
+    for mod in STATUS_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ImportError:
+            pass
+    return w._statuses()
+
+
+def _integration_line(state):
+    if "sorts_with" not in state:
+        return ", ".join(f"{k}={v}" for k, v in state.items())
+    libs = ", ".join(f"{k} {v}" for k, v in state.get("libraries", {}).items() if v)
+    text = (f"sorts with {state['sorts_with']}; install(): "
+            f"{'installed' if state.get('installed') else 'not installed'}; libraries: "
+            f"{libs or 'none'}")
+    if state.get("missing"):
+        text += f"; missing: {', '.join(state['missing'])} ({state.get('install_command')})"
+    return text
+
+
 def _warnings():
     from kwker import _backend, _warnings as w
     import kwker
@@ -93,6 +121,7 @@ PROBES = {
     "sdk": _sdk,
     "frameworks": _frameworks,
     "threading": _threading,
+    "integrations": _integration_states,
     "warnings": _warnings,
 }
 
@@ -172,6 +201,11 @@ def render_text(report):
         for k, v in thr.get("variables", {}).items():
             _line(out, k, v)
         _line(out, "torch threads", thr.get("torch_threads"))
+    states = report.get("integrations", {})
+    if states:
+        out.append("Integrations")
+        for name, state in states.items():
+            _line(out, name, _integration_line(state) if isinstance(state, dict) else state)
     env = report["environment"]
     out.append("Environment")
     if not env:

@@ -88,11 +88,13 @@ SECTIONS = {
     "4": "4. Rows and ragged segments (float32)",
     "5": "5. Special inputs",
     "6": "6. Small arrays (per call, many calls per sample)",
-    "9": "9. Rows of every length (axis=1, about 1e6 elements per call, default threads)",
-    "10": "10. Small 1-D arrays (per call, many calls per sample)",
-    "11": "11. Short segments (1-64 elements each, about 1e6 values per call)",
     "7": "7. Informational rows (no target)",
     "8": "8. AVX2-only baseline: np.sort with AVX-512 dispatch disabled vs kwker's avx2 engine",
+    "9": "9. DataFrames: kwker.frame vs pandas / Polars / Dask (2 threads; results identical "
+         "to the stable sort)",
+    "10": "10. Rows of every length (axis=1, about 1e6 elements per call, default threads)",
+    "11": "11. Small 1-D arrays (per call, many calls per sample)",
+    "12": "12. Short segments (1-64 elements each, about 1e6 values per call)",
 }
 
 
@@ -337,7 +339,9 @@ def all_cases():
         _polars_sort_case("int32"),
     ]
     cases += [_engine_case(e, t) for t in (1, 2) for e in kwker.available_isas()]
-    from .grid import grid_cases  # grid.py builds on this module's Case and data helpers
+    from . import frame_cases
+    from .grid import grid_cases  # both build on this module's Case and data helpers
+    cases += frame_cases.cases()
     cases += grid_cases()
     return cases
 

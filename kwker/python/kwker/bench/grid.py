@@ -34,7 +34,7 @@ def _rows_case(op, dtype, length):
                      competitors={"np": lambda: np.argsort(m, axis=1, kind="stable")})
     np_desc = ("np.sort(m, axis=1)" if op == "sort"
                else 'np.argsort(m, axis=1, kind="stable")')
-    return Case(cid, "9", dtype, f"kwker.{op}(m, axis=1)",
+    return Case(cid, "10", dtype, f"kwker.{op}(m, axis=1)",
                 [Competitor("np", np_desc, _row_target(op, length))], setup,
                 n=lambda s: max(1, s.grid // length) * length,
                 shape=lambda s: f"{max(1, s.grid // length)}x{length}")
@@ -50,7 +50,7 @@ def _small_case(op, dtype, n):
         return Setup(kwker=lambda: kwker.argsort(a),
                      competitors={"np": lambda: np.argsort(a, kind="stable")})
     np_desc = "np.sort(a)" if op == "sort" else 'np.argsort(a, kind="stable")'
-    return Case(cid, "10", dtype, f"kwker.{op}(a)", [Competitor("np", np_desc, 1.0)], setup,
+    return Case(cid, "11", dtype, f"kwker.{op}(a)", [Competitor("np", np_desc, 1.0)], setup,
                 n=lambda s: n, small=True)
 
 
@@ -100,7 +100,7 @@ def _segments_case(dtype, with_indices):
             "np.argsort(fused)" if with_indices else "np.sort(fused)",
             ("np.argsort(k, kind='stable')" if with_indices else "np.sort(k)") +
             " of a prebuilt int64 key (segment << 32 | order-preserving float32 bits)", 1.0))
-    return Case(cid, "11", dtype, call, comps, setup,
+    return Case(cid, "12", dtype, call, comps, setup,
                 n=lambda s: s.grid, shape=lambda s: "segments of 1-64")
 
 

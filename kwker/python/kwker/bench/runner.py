@@ -104,7 +104,7 @@ def environment(mods, sizes, avx2_info=None):
         "polars_threads": None,
         "optional_modules": {name: ("used" if mods.get(name) is not None else
                                     mods.get(name + ".reason", "not needed by the selected rows"))
-                             for name in ("polars", "torch")},
+                             for name in ("polars", "torch", "pandas", "distributed")},
         "binaries": loaded_libraries(),
         "preset": sizes.preset,
         "reduced_sizes": sizes.preset != "full",
@@ -321,7 +321,7 @@ def main(argv=None):
     runner = Runner(args, sizes, log)
     wall0 = time.perf_counter()
     needed = {c.requires for _, comps in plan for c in comps if c.requires}
-    for name in ("polars", "torch"):
+    for name in ("polars", "torch", "pandas", "distributed"):
         if name in needed:
             mod, reason = optional_import(name)
             runner.mods[name] = mod

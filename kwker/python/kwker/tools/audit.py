@@ -284,6 +284,9 @@ def _same(a, b):
         return isinstance(a, _Raw) and isinstance(b, _Raw) and a.data == b.data
     if type(a) is not type(b):
         return False
+    from kwker.frame import _equality  # pandas / Polars objects: their own equality, not bytes
+    if _equality.is_frame_like(a):
+        return _equality.same(a, b)
     if isinstance(a, np.ndarray):
         if a.dtype != b.dtype or a.shape != b.shape:
             return False

@@ -1,0 +1,22 @@
+"""Imports of the dataframe libraries, done on first use so `import kwker.frame` stays cheap."""
+import importlib
+
+INSTALL = 'pip install "kwker[frame]"'
+_PACKAGES = {"pandas": "pandas", "polars": "polars", "pyarrow": "pyarrow",
+             "dask.dataframe": "dask[dataframe]", "distributed": "dask[distributed]"}
+
+
+def require(name, why):
+    """The module `name`, or an ImportError that says what needed it and how to install it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        pkg = _PACKAGES.get(name, name)
+        raise ImportError(f"kwker.frame: {why} needs {pkg}, which is not importable ({exc}). "
+                          f"Install it with: {INSTALL} (or pip install \"{pkg}\")") from exc
+
+
+def loaded(name):
+    """The module if the caller's program already imported it, else None (never imports)."""
+    import sys
+    return sys.modules.get(name)
