@@ -39,10 +39,11 @@ int check_common(const char *fn, int dtype, unsigned flags, int threads) {
   if (dtype < 0 || dtype >= KWKER_DTYPE_COUNT)
     return set_error(KWKER_E_DTYPE, "%s: unknown dtype code %d (valid codes are 0..%d, see kwker.h)",
                      fn, dtype, KWKER_DTYPE_COUNT - 1);
-  if (flags & ~(KWKER_DESCENDING | KWKER_NANS_FIRST))
+  if (flags & ~(KWKER_DESCENDING | KWKER_NANS_FIRST | KWKER_NAN_LARGEST))
     return set_error(KWKER_E_INVALID_ARGUMENT,
-                     "%s: unknown flag bits 0x%x (use KWKER_DESCENDING | KWKER_NANS_FIRST)", fn,
-                     flags);
+                     "%s: unknown flag bits 0x%x (use KWKER_DESCENDING, KWKER_NANS_FIRST, "
+                     "KWKER_NAN_LARGEST)",
+                     fn, flags);
   if (threads < 0)
     return set_error(KWKER_E_INVALID_ARGUMENT,
                      "%s: threads must be >= 1, or 0 for the process budget (got %d)", fn,
@@ -256,6 +257,49 @@ KWKER_API int kwker_topk_rows(int dtype, const void *data, int64_t rows, int64_t
   return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
     return e.topk_rows(ctx, dtype, data, rows, cols, k, flags, sorted != 0, out_values,
                        out_indices);
+  }, threads, rows * cols);
+}
+
+// ---- torch's sort family: the fused pair sort and the k-th value ----
+
+KWKER_API int kwker_sort_pairs_rows(int dtype, const void *src, void *vals, int64_t *idx,
+                                    int64_t rows, int64_t cols, unsigned flags, int threads) {
+  const char *fn = "kwker_sort_pairs_rows";
+  KWKER_CHECK(check_common(fn, dtype, flags, threads));
+  KWKER_CHECK(check_size(fn, "rows", rows));
+  KWKER_CHECK(check_size(fn, "cols", cols));
+  KWKER_CHECK(check_ptr(fn, "src", src, rows * cols));
+  KWKER_CHECK(check_ptr(fn, "idx", idx, rows * cols));
+  if (vals == src && rows * cols > 0)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: vals must not be src (the sort reads src while it writes vals); pass "
+                     "a separate buffer",
+                     fn);
+  if (vals) prefault_output(vals, rows * cols * kItemSize[dtype], threads);
+  prefault_output(idx, rows * cols * 8, threads);
+  Segments segs{nullptr, cols == 0 ? 0 : rows, cols};
+  return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
+    return e.sort_pairs_segments(ctx, dtype, src, vals, idx, segs, flags);
+  }, threads, rows * cols);
+}
+
+KWKER_API int kwker_kth_rows(int dtype, const void *data, int64_t rows, int64_t cols,
+                             int64_t rank, unsigned flags, void *out_value, int64_t *out_index,
+                             int threads) {
+  const char *fn = "kwker_kth_rows";
+  KWKER_CHECK(check_common(fn, dtype, flags, threads));
+  KWKER_CHECK(check_size(fn, "rows", rows));
+  KWKER_CHECK(check_size(fn, "cols", cols));
+  if (rows > 0 && (rank < 0 || rank >= cols))
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: rank = %lld is outside [0, %lld) (the row length); pass 0 <= rank < "
+                     "cols",
+                     fn, (long long)rank, (long long)cols);
+  KWKER_CHECK(check_ptr(fn, "data", data, rows * cols));
+  KWKER_CHECK(check_ptr(fn, "out_value", out_value, rows));
+  KWKER_CHECK(check_ptr(fn, "out_index", out_index, rows));
+  return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
+    return e.kth_rows(ctx, dtype, data, rows, cols, rank, flags, out_value, out_index);
   }, threads, rows * cols);
 }
 

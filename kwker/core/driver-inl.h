@@ -511,6 +511,7 @@ void topk_row(const Codec c, const typename Codec::T *row, size_t cols, size_t k
 }
 
 template <class Fn> int with_codec(int dtype, unsigned flags, bool for_sort, Fn &&fn) {
+  flags = resolve_order_flags(flags);
   switch (dtype) {
     case KWKER_BOOL: fn(BoolCodec(flags)); break;
     case KWKER_INT8: fn(IntCodec<int8_t, false>(flags)); break;
@@ -669,35 +670,21 @@ inline int e_argsort_segments(CallCtx &ctx, int dtype, const void *data, const S
   });
 }
 
-inline int e_topk_rows(CallCtx &ctx, int dtype, const void *data, int64_t rows, int64_t cols,
-                       int64_t k, unsigned flags, bool sorted, void *out_values,
-                       int64_t *out_indices) {
-  return with_codec(dtype, flags, false, [&](auto c) {
-    using T = typename decltype(c)::T;
-    const T *d = static_cast<const T *>(data);
-    T *v = static_cast<T *>(out_values);
-    if (k == 0 || rows == 0) return;
-    int T_ = (on(ctx, KWKER_ALGO_PARALLEL) && size_t(rows * cols) >= kParallelMin && rows > 1)
-                 ? ctx.threads : 1;
-    if (T_ > rows) T_ = int(rows);
-    int64_t next = 0;
-    auto task = [&](int) {
-      Scratch<int64_t> work{size_t(cols)};
-      for (;;) {
-        int64_t r = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
-        if (r >= rows) return;
-        topk_row(c, d + r * cols, size_t(cols), size_t(k), sorted, v + r * k,
-                 out_indices + r * k, work.ptr);
-      }
-    };
-    parallel_tasks(ctx, T_, task);
-  });
-}
+}  // namespace KWKER_ENGINE_NS
+}  // namespace kwker
+
+// The fused (key, index) pair sort and the selection top-k / k-th value, built on the entry
+// points above.
+#include "core/pairs-inl.h"
+#include "core/select-inl.h"
+
+namespace kwker {
+namespace KWKER_ENGINE_NS {
 
 inline const EngineTable &make_table(const char *name) {
   static const EngineTable table = {name,           &e_sort_copy,         &e_argsort,
                                     &e_sort_segments, &e_argsort_segments, &e_topk_rows,
-                                    &tuning_default};
+                                    &tuning_default, &e_sort_pairs_segments, &e_kth_rows};
   return table;
 }
 

@@ -43,6 +43,13 @@ struct EngineTable {
                    unsigned flags, bool sorted, void *out_values, int64_t *out_indices);
   // This engine's measured default of a tuning knob (runtime/tuning.h), -1 when unknown.
   int64_t (*tuning_default)(int knob);
+  // Stable sort of every segment returning values (may be null) and segment-relative indices:
+  // vals[j] == src[begin + idx[j]] bit for bit (core/pairs-inl.h).
+  int (*sort_pairs_segments)(CallCtx &, int dtype, const void *src, void *vals, int64_t *idx,
+                             const Segments &segs, unsigned flags);
+  // Position `rank` of every row's stable order: one value and one index per row.
+  int (*kth_rows)(CallCtx &, int dtype, const void *data, int64_t rows, int64_t cols,
+                  int64_t rank, unsigned flags, void *out_values, int64_t *out_indices);
 };
 
 // One accessor per engine, each defined in engines/<dir>/engine.cc.

@@ -19,6 +19,15 @@ template <> struct SignedOf<uint16_t> { using type = int16_t; };
 template <> struct SignedOf<uint32_t> { using type = int32_t; };
 template <> struct SignedOf<uint64_t> { using type = int64_t; };
 
+// torch's order as a mode of the key transform (KWKER_NAN_LARGEST): NaN is the largest value,
+// so it goes last ascending and first descending; it takes the place of KWKER_NANS_FIRST. (The
+// other half of torch's order, -0.0 tying with 0.0, is what every index-returning call does.)
+constexpr unsigned resolve_order_flags(unsigned flags) {
+  if (!(flags & KWKER_NAN_LARGEST)) return flags;
+  flags &= ~(KWKER_NAN_LARGEST | KWKER_NANS_FIRST);
+  return (flags & KWKER_DESCENDING) ? (flags | KWKER_NANS_FIRST) : flags;
+}
+
 // IEEE binary floats (float16, bfloat16, float32, float64) seen as their bit patterns U.
 // for_sort: -0.0 orders before 0.0 (a total order, so output never depends on the
 // algorithm); for argsort -0.0 and 0.0 are the same key so ties stay in input order.

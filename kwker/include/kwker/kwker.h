@@ -62,6 +62,9 @@ typedef enum kwker_dtype {
 /* Order flags (bitwise or). */
 #define KWKER_DESCENDING 1u
 #define KWKER_NANS_FIRST 2u
+/* torch's order: NaN is the largest value (last ascending, first descending); takes the place of
+ * KWKER_NANS_FIRST. Calls that return indices already tie -0.0 with 0.0. */
+#define KWKER_NAN_LARGEST 4u
 
 /* Optional algorithm paths for kwker_set_algorithms (the adaptive quicksort is always on). */
 #define KWKER_ALGO_RADIX 1u     /* counting / LSD radix where it wins */
@@ -110,6 +113,18 @@ KWKER_API int kwker_argsort_segments(int dtype, const void *data, int64_t n,
 KWKER_API int kwker_topk_rows(int dtype, const void *data, int64_t rows, int64_t cols,
                               int64_t k, unsigned flags, int sorted, void *out_values,
                               int64_t *out_indices, int threads);
+
+/* Stable sort of each row returning values AND indices (torch.sort's result): idx holds
+ * rows*cols column indices of the stable order, vals (NULL for indices only) rows*cols
+ * elements with vals[j] == src[row + idx[j]] bit for bit, NaN payloads and the sign of zero
+ * included. With KWKER_NAN_LARGEST this is torch.sort(stable=True) exactly. */
+KWKER_API int kwker_sort_pairs_rows(int dtype, const void *src, void *vals, int64_t *idx,
+                                    int64_t rows, int64_t cols, unsigned flags, int threads);
+/* Per-row k-th value: position rank (0-based) of each row's stable order; out_value gets rows
+ * elements of dtype, out_index rows column indices. 0 <= rank < cols. */
+KWKER_API int kwker_kth_rows(int dtype, const void *data, int64_t rows, int64_t cols,
+                             int64_t rank, unsigned flags, void *out_value, int64_t *out_index,
+                             int threads);
 
 /* ---- runtime controls ---- */
 /* Select an engine by name ("portable", "sse4.2", "avx2", "avx512"); NULL restores the best

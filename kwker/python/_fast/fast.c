@@ -350,6 +350,53 @@ fail:
   return NULL;
 }
 
+/* ---- kwker.torch_ops: raw addresses ----
+ * torch tensors have no buffer protocol, so kwker.torch_ops passes data_ptr() addresses of
+ * contiguous CPU tensors it allocated or checked itself (sizes included). Internal: nothing else
+ * calls these. */
+
+static PyObject *fast_sort_pairs_ptr(PyObject *self, PyObject *args) {
+  int code, threads, st;
+  unsigned long long src, vals, idx;
+  long long rows, cols;
+  unsigned flags;
+  if (!PyArg_ParseTuple(args, "iKKKLLIi", &code, &src, &vals, &idx, &rows, &cols, &flags,
+                        &threads))
+    return NULL;
+  CALL(rows * cols >= GIL_RELEASE_MIN,
+       kwker_sort_pairs_rows(code, (const void *)(uintptr_t)src, (void *)(uintptr_t)vals,
+                             (int64_t *)(uintptr_t)idx, rows, cols, flags, threads));
+  return status_result(st);
+}
+
+static PyObject *fast_topk_rows_ptr(PyObject *self, PyObject *args) {
+  int code, threads, sorted, st;
+  unsigned long long src, vals, idx;
+  long long rows, cols, k;
+  unsigned flags;
+  if (!PyArg_ParseTuple(args, "iKLLLIpKKi", &code, &src, &rows, &cols, &k, &flags, &sorted,
+                        &vals, &idx, &threads))
+    return NULL;
+  CALL(rows * cols >= GIL_RELEASE_MIN,
+       kwker_topk_rows(code, (const void *)(uintptr_t)src, rows, cols, k, flags, sorted,
+                       (void *)(uintptr_t)vals, (int64_t *)(uintptr_t)idx, threads));
+  return status_result(st);
+}
+
+static PyObject *fast_kth_rows_ptr(PyObject *self, PyObject *args) {
+  int code, threads, st;
+  unsigned long long src, vals, idx;
+  long long rows, cols, rank;
+  unsigned flags;
+  if (!PyArg_ParseTuple(args, "iKLLLIKKi", &code, &src, &rows, &cols, &rank, &flags, &vals,
+                        &idx, &threads))
+    return NULL;
+  CALL(rows * cols >= GIL_RELEASE_MIN,
+       kwker_kth_rows(code, (const void *)(uintptr_t)src, rows, cols, rank, flags,
+                      (void *)(uintptr_t)vals, (int64_t *)(uintptr_t)idx, threads));
+  return status_result(st);
+}
+
 /* ---- runtime controls and diagnostics ---- */
 
 static PyObject *fast_abi_version(PyObject *self, PyObject *unused) {
@@ -488,6 +535,12 @@ static PyMethodDef methods[] = {
      "argsort_segments(code, data, offsets, out, flags, threads)"},
     {"topk_rows", fast_topk_rows, METH_VARARGS,
      "topk_rows(code, data, rows, cols, k, flags, sorted, out_values, out_indices, threads)"},
+    {"sort_pairs_ptr", fast_sort_pairs_ptr, METH_VARARGS,
+     "sort_pairs_ptr(code, src, vals, idx, rows, cols, flags, threads): addresses (torch_ops)"},
+    {"topk_rows_ptr", fast_topk_rows_ptr, METH_VARARGS,
+     "topk_rows_ptr(code, src, rows, cols, k, flags, sorted, vals, idx, threads): addresses"},
+    {"kth_rows_ptr", fast_kth_rows_ptr, METH_VARARGS,
+     "kth_rows_ptr(code, src, rows, cols, rank, flags, vals, idx, threads): addresses"},
     {"abi_version", fast_abi_version, METH_NOARGS, NULL},
     {"version", fast_version, METH_NOARGS, NULL},
     {"last_error", fast_last_error, METH_NOARGS, NULL},

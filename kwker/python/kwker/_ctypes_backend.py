@@ -25,6 +25,10 @@ _SIGNATURES = {
                                        c_uint, c_int]),
     "kwker_topk_rows": (c_int, [c_int, c_void_p, c_int64, c_int64, c_int64, c_uint, c_int,
                                 c_void_p, c_void_p, c_int]),
+    "kwker_sort_pairs_rows": (c_int, [c_int, c_void_p, c_void_p, c_void_p, c_int64, c_int64,
+                                      c_uint, c_int]),
+    "kwker_kth_rows": (c_int, [c_int, c_void_p, c_int64, c_int64, c_int64, c_uint, c_void_p,
+                               c_void_p, c_int]),
     "kwker_set_isa": (c_int, [c_char_p]),
     "kwker_get_isa": (c_char_p, []),
     "kwker_isa_supported": (c_int, [c_char_p]),
@@ -152,6 +156,20 @@ class CtypesBackend:
         self._check(self.lib.kwker_topk_rows(code, _ptr(arr), rows, cols, k, flags,
                                              1 if sorted_ else 0, _ptr(out_values),
                                              _ptr(out_indices), threads))
+
+    # ---- kwker.torch_ops: raw addresses of contiguous CPU tensors (see _fast's *_ptr) ----
+    def sort_pairs_ptr(self, code, src, vals, idx, rows, cols, flags, threads):
+        self._check(self.lib.kwker_sort_pairs_rows(code, src or None, vals or None, idx or None,
+                                                   rows, cols, flags, threads))
+
+    def topk_rows_ptr(self, code, src, rows, cols, k, flags, sorted_, vals, idx, threads):
+        self._check(self.lib.kwker_topk_rows(code, src or None, rows, cols, k, flags,
+                                             1 if sorted_ else 0, vals or None, idx or None,
+                                             threads))
+
+    def kth_rows_ptr(self, code, src, rows, cols, rank, flags, vals, idx, threads):
+        self._check(self.lib.kwker_kth_rows(code, src or None, rows, cols, rank, flags,
+                                            vals or None, idx or None, threads))
 
     # ---- runtime controls ----
     def set_isa(self, name):

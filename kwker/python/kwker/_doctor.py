@@ -80,7 +80,7 @@ def _threading():
 
 
 # Integrations whose module reports its state (register_status) and imports no framework.
-STATUS_MODULES = ("kwker.frame",)
+STATUS_MODULES = ("kwker.frame", "kwker.torch_ops")
 
 
 def _integration_states():

@@ -22,30 +22,41 @@ def disabled():
 
 
 class Integration:
-    """A named integration with install/uninstall callables; state changes go through here."""
+    """A named integration with install/uninstall callables; state changes go through here.
+
+    install(**options) passes its options to the integration's install callable (e.g.
+    kwker.torch_ops.install(ops=...)). Installing again with the same options changes nothing;
+    with other options the integration is uninstalled and installed again with the new ones,
+    so a second call always leaves exactly what it asked for.
+    """
 
     def __init__(self, name, install, uninstall):
         self.name = name
         self._install = install
         self._uninstall = uninstall
         self.installed = False
+        self.options = None  # the options of the install in force
         self._lock = threading.Lock()
 
-    def install(self):
+    def install(self, **options):
         """Installs unless KWKER_DISABLE=1; returns whether the integration is now installed."""
         with self._lock:
             if disabled():
                 return False
-            if not self.installed:
-                self._install()
-                self.installed = True
+            if self.installed and options == self.options:
+                return True
+            if self.installed:
+                self._uninstall()
+                self.installed, self.options = False, None
+            self._install(**options)
+            self.installed, self.options = True, dict(options)
             return True
 
     def uninstall(self):
         with self._lock:
             if self.installed:
                 self._uninstall()
-                self.installed = False
+                self.installed, self.options = False, None
 
     def status(self):
         return {"installed": self.installed, "disabled_by_env": _disabled_quietly()}

@@ -1,0 +1,257 @@
+// Fused stable sort of (key, index) pairs: values AND indices in one sort, as torch.sort
+// returns them. Built on the packed argsort words (pack-inl.h): the values are decoded from the
+// sorted words while each finished range is still in cache, instead of being gathered through
+// the indices afterwards (a gather of 1e7 random indices alone costs about 10 ns per element).
+//
+// A word determines its value except where the key transform merged several bit patterns into
+// one key: the tie key of -0.0 and 0.0 and the NaN key (floats only). Those few positions copy
+// the original element through their index, so vals[j] equals src[idx[j]] bit for bit, always.
+// 64-bit keys decode only when their packing is exact (no dropped low key bits); otherwise, and
+// on the paths that return indices alone (LSD radix, presorted input), the values are gathered.
+//
+// Included by driver-inl.h after the argsort entry points it builds on.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/engine_ns-inl.h"
+#include "core/keys-inl.h"
+#include "core/pack-inl.h"
+#include "core/parallel-inl.h"
+#include "core/radix-inl.h"
+
+namespace kwker {
+namespace KWKER_ENGINE_NS {
+
+// Keys whose value the word cannot give back: the -0.0/0.0 tie key and the NaN key of a float
+// codec, and every bool key (any nonzero byte is True). Integer codecs have none.
+template <class Codec> struct AmbiguousKeys {
+  using K = typename Codec::K;
+  static constexpr bool kAll = std::is_same<Codec, BoolCodec>::value;
+  K zero, nan;
+  explicit AmbiguousKeys(const Codec c) {
+    if constexpr (Codec::kNanPayload) {
+      zero = c.enc(typename Codec::T(0));
+      nan = c.nan_key;
+    } else {
+      zero = nan = K(0);
+    }
+  }
+  bool any(K k) const { return kAll || (Codec::kNanPayload && (k == zero || k == nan)); }
+};
+
+// Finishes a sorted range of packed words W = (key << S | index): the value goes to the same
+// position of vals, the index replaces the word. Decoding vectorises; ambiguous keys are rare
+// and take a second, scalar pass only in ranges that hold one.
+template <class Codec, class W, int S> struct PairFinish {
+  using T = typename Codec::T;
+  using K = typename Codec::K;
+  Codec c;
+  const T *src;
+  T *vals;
+  const W *base;  // the word buffer's start: vals[p - base] belongs to word p
+  void operator()(W *q, size_t m) const {
+    T *v = vals + (q - base);
+    constexpr W mask = W((W(1) << S) - 1);
+    const AmbiguousKeys<Codec> amb(c);
+    bool any = AmbiguousKeys<Codec>::kAll;
+    for (size_t j = 0; j < m; ++j) {
+      const K k = K(q[j] >> S);
+      v[j] = c.dec(k);
+      if constexpr (Codec::kNanPayload) any |= (k == amb.zero) | (k == amb.nan);
+    }
+    if (any)
+      for (size_t j = 0; j < m; ++j)
+        if (amb.any(K(q[j] >> S))) v[j] = src[q[j] & mask];
+    for (size_t j = 0; j < m; ++j) q[j] = W(q[j] & mask);
+  }
+};
+
+// The same for exactly packed 64-bit keys (Pack64 with drop == 0): key = (word >> B) + base.
+template <class Codec> struct PairFinish64 {
+  using T = typename Codec::T;
+  using K = typename Codec::K;
+  Codec c;
+  const T *src;
+  T *vals;
+  const int64_t *base;
+  Pack64 p;
+  K key_of(int64_t w) const {
+    return K(((((uint64_t(w) ^ kSign64) >> p.B) + p.base)) ^ kSign64);
+  }
+  void operator()(int64_t *q, size_t m) const {
+    T *v = vals + (q - base);
+    const int64_t mask = p.index_mask();
+    const AmbiguousKeys<Codec> amb(c);
+    bool any = AmbiguousKeys<Codec>::kAll;
+    for (size_t j = 0; j < m; ++j) {
+      const K k = key_of(q[j]);
+      v[j] = c.dec(k);
+      if constexpr (Codec::kNanPayload) any |= (k == amb.zero) | (k == amb.nan);
+    }
+    if (any)
+      for (size_t j = 0; j < m; ++j)
+        if (amb.any(key_of(q[j]))) v[j] = src[q[j] & mask];
+    for (size_t j = 0; j < m; ++j) q[j] &= mask;
+  }
+};
+
+// vals[j] = src[idx[j]], split over the threads for large inputs.
+template <class T>
+void gather_values(CallCtx &ctx, const T *src, const int64_t *idx, T *vals, size_t n) {
+  const int parts = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  auto task = [&](int t) {
+    for (size_t j = chunk_begin(n, parts, t), e = chunk_begin(n, parts, t + 1); j < e; ++j)
+      vals[j] = src[idx[j]];
+  };
+  parallel_tasks(ctx, parts, task);
+}
+
+// Stable counting sort of pairs for 8- and 16-bit keys: each element is scattered once, value
+// and index together. Returns false when scratch is refused.
+template <class Codec>
+bool counting_pairs(const Codec c, const typename Codec::T *src, size_t n,
+                    typename Codec::T *vals, int64_t *idx) {
+  KeyCounts<Codec> counts(c, src, n);
+  if (!counts) return false;
+  size_t *start = counts.cnt.ptr, pos = 0;
+  for (size_t b = 0; b < KeyCounts<Codec>::kBuckets; ++b) {
+    const size_t m = start[b];
+    start[b] = pos;
+    pos += m;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const size_t d = start[key_bucket(c.enc(src[i]))]++;
+    vals[d] = src[i];
+    idx[d] = int64_t(i);
+  }
+  return true;
+}
+
+// Packed (key << 32 | index) words of keys up to 32 bits, sorted in the index buffer.
+template <class Codec>
+void sort_pairs_packed32(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
+                         typename Codec::T *vals, int64_t *idx) {
+  const PairFinish<Codec, int64_t, 32> fin{c, src, vals, idx};
+  auto pack = [c, src](size_t i) { return pack32(c.enc(src[i]), i); };
+  if (want_partition_sort(ctx, n, true)) {
+    auto bucket = [&](int64_t *q, size_t, size_t len) { seq_sort_keys(q, len, fin); };
+    sample_partition_sort<int64_t>(ctx, n, pack, idx, KeySorter(), bucket);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) idx[i] = pack(i);
+  seq_sort_keys(idx, n, fin);
+}
+
+// 64-bit keys: exact packing decodes in cache; otherwise (or with the LSD radix) the stable
+// argsort is followed by a gather.
+template <class Codec>
+void sort_pairs_64(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
+                   typename Codec::T *vals, int64_t *idx) {
+  const int parts = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  uint64_t lo[kMaxBuckets], hi[kMaxBuckets];
+  auto range = [&](int t) {
+    key_range64(c, src, chunk_begin(n, parts, t), chunk_begin(n, parts, t + 1), lo[t], hi[t]);
+  };
+  parallel_tasks(ctx, parts, range);
+  for (int t = 1; t < parts; ++t) {
+    lo[0] = lo[t] < lo[0] ? lo[t] : lo[0];
+    hi[0] = hi[t] > hi[0] ? hi[t] : hi[0];
+  }
+  const Pack64 p = make_pack64(lo[0], hi[0], n);
+  const bool radix = on(ctx, KWKER_ALGO_RADIX) &&
+                     size_t(bit_length(hi[0] - lo[0])) <= knob(tune::kRadix64MaxBits);
+  if (p.drop || radix) {
+    argsort_packed64(ctx, c, src, n, idx);
+    gather_values(ctx, src, idx, vals, n);
+    return;
+  }
+  const PairFinish64<Codec> fin{c, src, vals, idx, p};
+  auto pack = [c, src, p](size_t i) { return p.pack(c.enc(src[i]), i); };
+  if (want_partition_sort(ctx, n, true)) {
+    auto bucket = [&](int64_t *q, size_t, size_t len) { seq_sort_keys(q, len, fin); };
+    sample_partition_sort<int64_t>(ctx, n, pack, idx, KeySorter(), bucket);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) idx[i] = pack(i);
+  seq_sort_keys(idx, n, fin);
+}
+
+// Stable sort of src[0..n): vals[j] = src[idx[j]] with idx the stable argsort. vals may be
+// null (indices only).
+template <class Codec>
+void sort_pairs_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
+                     typename Codec::T *vals, int64_t *idx) {
+  using T = typename Codec::T;
+  using K = typename Codec::K;
+  if (!vals) {
+    argsort_impl(ctx, c, src, n, idx);
+    return;
+  }
+  auto argsort_then_gather = [&] {
+    argsort_impl(ctx, c, src, n, idx);
+    gather_values(ctx, src, idx, vals, n);
+  };
+  if (n <= short_argsort_limit<Codec>()) {  // in registers; the gather hits the cache
+    argsort_short(c, src, n, idx);
+    for (size_t j = 0; j < n; ++j) vals[j] = src[idx[j]];
+    return;
+  }
+  // Presorted input: argsort_impl's O(n) path, and the gather then reads src in order.
+  if (on(ctx, KWKER_ALGO_PRESORTED) && n >= knob(tune::kPresortedMin) && presorted(ctx, c, src, n)) {
+    argsort_then_gather();
+    return;
+  }
+  if constexpr (sizeof(K) <= 2) {
+    if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= knob(tune::kCount16ArgsortMin)))
+      if (counting_pairs(c, src, n, vals, idx)) return;
+    if (n <= (size_t(1) << 16)) {
+      SmallBuffer<int32_t, 4096> packed(n);
+      if (packed) {
+        int32_t *w = packed.ptr;
+        for (size_t i = 0; i < n; ++i)
+          w[i] = int32_t((uint32_t(int32_t(c.enc(src[i]))) << 16) | uint32_t(i));
+        const PairFinish<Codec, int32_t, 16> fin{c, src, vals, w};
+        seq_sort_keys(w, n, fin);
+        for (size_t j = 0; j < n; ++j) idx[j] = int64_t(w[j]);
+        return;
+      }
+    }
+  }
+  if constexpr (sizeof(K) <= 4) {
+    if (n < (size_t(1) << 32)) {
+      sort_pairs_packed32(ctx, c, src, n, vals, idx);
+      return;
+    }
+  } else {
+    if (n < (size_t(1) << 32)) {
+      sort_pairs_64(ctx, c, src, n, vals, idx);
+      return;
+    }
+  }
+  (void)sizeof(T);
+  argsort_then_gather();
+}
+
+// Every row or segment; indices relative to the segment's start.
+inline int e_sort_pairs_segments(CallCtx &ctx, int dtype, const void *src, void *vals,
+                                 int64_t *idx, const Segments &segs, unsigned flags) {
+  return with_codec(dtype, flags, false, [&](auto c) {
+    using T = typename decltype(c)::T;
+    const T *s = static_cast<const T *>(src);
+    T *v = static_cast<T *>(vals);
+    if (v && try_argsort_rows_lanes(ctx, c, s, segs, idx, true)) {
+      const size_t n = size_t(segs.count * segs.row_len), len = size_t(segs.row_len);
+      for (size_t j = 0; j < n; ++j) v[j] = s[(j / len) * len + size_t(idx[j])];
+      return;
+    }
+    for_segments(ctx, segs, [&](CallCtx &sub, int64_t i) {
+      const int64_t b = segs.begin(i);
+      sort_pairs_impl(sub, c, s + b, size_t(segs.end(i) - b), v ? v + b : nullptr, idx + b);
+    });
+  });
+}
+
+}  // namespace KWKER_ENGINE_NS
+}  // namespace kwker

@@ -1,0 +1,284 @@
+// Top-k and k-th value of long rows by a sampled threshold: a sorted strided sample of the
+// row's keys gives a key t that at least k keys are expected not to exceed; one pass then
+// collects the (key, index) words of the keys <= t (blocks without a candidate cost one
+// vectorised compare), and the selection runs on those few candidates only. When the sample
+// was wrong (fewer than k candidates) the row takes the full path: every key packed, then the
+// selection. The k-th value uses a band [t_lo, t_hi] around the expected rank instead, and
+// counts the keys below it.
+//
+// Results are the same as the full path's: the first k words of the stable order, so ties go
+// to the lowest index. A single long row (torch.topk of a 1-D tensor) splits its pass over the
+// threads.
+//
+// Included by driver-inl.h after topk_row, which serves the short rows and the full path.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "core/engine_ns-inl.h"
+#include "core/pack-inl.h"
+#include "core/parallel-inl.h"
+#include "core/scalar-inl.h"
+
+namespace kwker {
+namespace KWKER_ENGINE_NS {
+
+// Rows shorter than this, or k above cols / kSelectRatio, take the full path: the sample and
+// the extra pass would cost more than they save.
+constexpr size_t kSelectMinCols = 2048;
+constexpr size_t kSelectRatio = 8;
+constexpr size_t kSelectSamples = 4096;
+constexpr size_t kSelectBlock = 64;
+
+// Word of candidate i: (key << 32 | i) for keys up to 32 bits; the index alone for 64-bit keys
+// (compared through the row).
+template <class Codec> inline int64_t cand_word(const Codec c, const typename Codec::T *row,
+                                               size_t i) {
+  if constexpr (sizeof(typename Codec::K) <= 4) return pack32(c.enc(row[i]), i);
+  else return int64_t(i);
+}
+
+template <class Codec> struct CandLess {
+  Codec c;
+  const typename Codec::T *row;
+  bool operator()(int64_t a, int64_t b) const {
+    if constexpr (sizeof(typename Codec::K) <= 4) {
+      return a < b;
+    } else {
+      const auto ka = c.enc(row[a]), kb = c.enc(row[b]);
+      return ka < kb || (ka == kb && a < b);
+    }
+  }
+};
+template <class Codec> inline int64_t cand_index(int64_t w) {
+  return sizeof(typename Codec::K) <= 4 ? (w & int64_t(0xFFFFFFFF)) : w;
+}
+
+// Keys of a strided sample of row[0..n), sorted. S <= kSelectSamples.
+template <class Codec>
+size_t sorted_sample(const Codec c, const typename Codec::T *row, size_t n,
+                     typename Codec::K *out) {
+  const size_t S = n / 8 < kSelectSamples ? n / 8 : kSelectSamples;
+  const size_t step = n / S;
+  for (size_t s = 0; s < S; ++s) out[s] = c.enc(row[step * s + step / 2]);
+  intro_sort(out, S, LessNatural());
+  return S;
+}
+
+// Sample rank whose key about `rank` keys of the row do not exceed, with a margin of a few
+// standard deviations on the side given by dir (+1 above, -1 below).
+inline long sample_rank(size_t rank, size_t n, size_t S, int dir) {
+  const double r = double(rank) * double(S) / double(n);
+  return long(r + dir * (3.0 * std::sqrt(r) + 3.0));
+}
+
+// Appends to out the words of row[lo..hi) whose key lies in [t_lo, t_hi]; returns how many,
+// and adds to *below the count of keys < t_lo.
+template <class Codec>
+size_t collect_band(const Codec c, const typename Codec::T *row, size_t lo, size_t hi,
+                    typename Codec::K t_lo, typename Codec::K t_hi, int64_t *out,
+                    size_t *below) {
+  using K = typename Codec::K;
+  alignas(64) K key[kSelectBlock];
+  size_t m = 0, b = 0;
+  for (size_t s = lo; s < hi; s += kSelectBlock) {
+    const size_t len = s + kSelectBlock < hi ? kSelectBlock : hi - s;
+    // Lane-wide accumulators (K, not bool or size_t) so that both loops vectorise.
+    for (size_t j = 0; j < len; ++j) key[j] = c.enc(row[s + j]);
+    K hit = 0, under = 0;
+    for (size_t j = 0; j < len; ++j) {
+      hit |= K(K(key[j] >= t_lo) & K(key[j] <= t_hi));
+      under = K(under + K(key[j] < t_lo));
+    }
+    b += size_t(typename std::make_unsigned<K>::type(under));
+    if (!hit) continue;
+    for (size_t j = 0; j < len; ++j)
+      if (key[j] >= t_lo && key[j] <= t_hi) {
+        if constexpr (sizeof(K) <= 4) out[m++] = pack32(key[j], s + j);
+        else out[m++] = int64_t(s + j);
+      }
+  }
+  *below += b;
+  return m;
+}
+
+// Candidate words of the band of row[0..n) in work[0..m), collected by `parts` tasks (each
+// writes into its own chunk of work, then the chunks are closed up). Returns m.
+template <class Codec>
+size_t collect_parallel(CallCtx &ctx, int parts, const Codec c, const typename Codec::T *row,
+                        size_t n, typename Codec::K t_lo, typename Codec::K t_hi,
+                        int64_t *work, size_t *below) {
+  size_t got[kMaxBuckets], under[kMaxBuckets];
+  auto task = [&](int t) {
+    const size_t lo = chunk_begin(n, parts, t), hi = chunk_begin(n, parts, t + 1);
+    under[t] = 0;
+    got[t] = collect_band(c, row, lo, hi, t_lo, t_hi, work + lo, &under[t]);
+  };
+  if (parts > 1) parallel_tasks(ctx, parts, task);
+  else task(0);
+  size_t m = 0;
+  *below = 0;
+  for (int t = 0; t < parts; ++t) {
+    const size_t lo = chunk_begin(n, parts, t);
+    if (m != lo) memmove(work + m, work + lo, got[t] * sizeof(int64_t));
+    m += got[t];
+    *below += under[t];
+  }
+  return m;
+}
+
+// The first k words of the stable order of a long row, sorted, into idx (indices); true when the
+// sampled threshold held, false when the caller must take the full path.
+template <class Codec>
+bool topk_by_threshold(CallCtx &ctx, int parts, const Codec c, const typename Codec::T *row,
+                       size_t cols, size_t k, int64_t *idx, int64_t *work) {
+  using K = typename Codec::K;
+  K sample[kSelectSamples];
+  const size_t S = sorted_sample(c, row, cols, sample);
+  const long r = sample_rank(k, cols, S, +1);
+  if (r >= long(S)) return false;
+  const K lowest = K(K(1) << (8 * sizeof(K) - 1));
+  size_t below = 0;
+  const size_t m = collect_parallel(ctx, parts, c, row, cols, lowest, sample[r], work, &below);
+  if (m < k) return false;
+  const CandLess<Codec> less{c, row};
+  select_k(work, m, k, less);
+  intro_sort(work, k, less);
+  for (size_t j = 0; j < k; ++j) idx[j] = cand_index<Codec>(work[j]);
+  return true;
+}
+
+// Top-k of one row (the first k of its stable order; sorted == false: the same set in index
+// order), through the threshold where it pays, else topk_row.
+template <class Codec>
+void topk_row_select(CallCtx &ctx, int parts, const Codec c, const typename Codec::T *row,
+                     size_t cols, size_t k, bool sorted, typename Codec::T *vals, int64_t *idx,
+                     int64_t *work) {
+  if (work && cols >= kSelectMinCols && k * kSelectRatio <= cols &&
+      topk_by_threshold(ctx, parts, c, row, cols, k, idx, work)) {
+    if (!sorted) intro_sort(idx, k, LessNatural());
+    for (size_t j = 0; j < k; ++j) vals[j] = row[idx[j]];
+    return;
+  }
+  topk_row(c, row, cols, k, sorted, vals, idx, work);
+}
+
+// Position `rank` of the stable order of one row: its index (the value is row[index]).
+template <class Codec>
+int64_t kth_row(CallCtx &ctx, int parts, const Codec c, const typename Codec::T *row,
+                size_t cols, size_t rank, int64_t *work) {
+  using K = typename Codec::K;
+  const CandLess<Codec> less{c, row};
+  if (cols >= kSelectMinCols) {
+    K sample[kSelectSamples];
+    const size_t S = sorted_sample(c, row, cols, sample);
+    const long rlo = sample_rank(rank, cols, S, -1), rhi = sample_rank(rank + 1, cols, S, +1);
+    const K t_lo = rlo <= 0 ? K(K(1) << (8 * sizeof(K) - 1)) : sample[rlo];
+    const K t_hi = rhi >= long(S) ? K(~(K(1) << (8 * sizeof(K) - 1))) : sample[rhi];
+    size_t below = 0;
+    const size_t m = collect_parallel(ctx, parts, c, row, cols, t_lo, t_hi, work, &below);
+    if (below <= rank && rank < below + m) {
+      const size_t want = rank - below;
+      select_k(work, m, want + 1, less);
+      int64_t best = work[0];
+      for (size_t j = 1; j <= want; ++j) best = less(best, work[j]) ? work[j] : best;
+      return cand_index<Codec>(best);
+    }
+  }
+  for (size_t i = 0; i < cols; ++i) work[i] = cand_word(c, row, i);
+  select_k(work, cols, rank + 1, less);
+  int64_t best = work[0];
+  for (size_t j = 1; j <= rank; ++j) best = less(best, work[j]) ? work[j] : best;
+  return cand_index<Codec>(best);
+}
+
+// Without scratch: a binary search over the key space for the smallest key t with more than
+// rank keys <= t (one counting pass per key bit), then the matching tie in index order.
+template <class Codec>
+int64_t kth_row_no_scratch(const Codec c, const typename Codec::T *row, size_t cols,
+                           size_t rank) {
+  using K = typename Codec::K;
+  using U = typename std::make_unsigned<K>::type;
+  constexpr U kFlip = U(U(1) << (8 * sizeof(K) - 1));
+  auto count_le = [&](U t) {  // t: the key as an order-preserving unsigned integer
+    size_t m = 0;
+    for (size_t i = 0; i < cols; ++i) m += U(U(c.enc(row[i])) ^ kFlip) <= t;
+    return m;
+  };
+  U lo = 0, hi = U(~U(0));
+  while (lo < hi) {
+    const U mid = U(lo + U(hi - lo) / 2);
+    if (count_le(mid) > rank) hi = mid;
+    else lo = U(mid + 1);
+  }
+  const K t = K(U(lo ^ kFlip));
+  size_t below = 0;
+  for (size_t i = 0; i < cols; ++i) below += c.enc(row[i]) < t;
+  for (size_t i = 0, seen = below; i < cols; ++i)
+    if (c.enc(row[i]) == t && seen++ == rank) return int64_t(i);
+  return 0;  // unreachable: some key ties with t at position rank
+}
+
+// Rows in parallel; a single long row splits its candidate pass over the threads instead.
+template <class RowFn>
+void select_rows(CallCtx &ctx, int64_t rows, int64_t cols, RowFn row_fn) {
+  const bool big = on(ctx, KWKER_ALGO_PARALLEL) && size_t(rows * cols) >= kParallelMin;
+  int T = big && rows > 1 ? ctx.threads : 1;
+  if (T > rows) T = int(rows);
+  const int inner = big && rows < ctx.threads
+                        ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  if (T <= 1) {
+    Scratch<int64_t> work{size_t(cols)};
+    for (int64_t r = 0; r < rows; ++r) row_fn(ctx, inner, r, work.ptr);
+    return;
+  }
+  int64_t next = 0;
+  auto task = [&](int) {
+    CallCtx one{1, ctx.algos, 1};
+    Scratch<int64_t> work{size_t(cols)};
+    for (;;) {
+      const int64_t r = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+      if (r >= rows) return;
+      row_fn(one, 1, r, work.ptr);
+    }
+  };
+  parallel_tasks(ctx, T, task);
+}
+
+inline int e_topk_rows(CallCtx &ctx, int dtype, const void *data, int64_t rows, int64_t cols,
+                       int64_t k, unsigned flags, bool sorted, void *out_values,
+                       int64_t *out_indices) {
+  return with_codec(dtype, flags, false, [&](auto c) {
+    using T = typename decltype(c)::T;
+    const T *d = static_cast<const T *>(data);
+    T *v = static_cast<T *>(out_values);
+    if (k == 0 || rows == 0) return;
+    select_rows(ctx, rows, cols, [&](CallCtx &sub, int parts, int64_t r, int64_t *work) {
+      topk_row_select(sub, parts, c, d + r * cols, size_t(cols), size_t(k), sorted, v + r * k,
+                      out_indices + r * k, work);
+    });
+  });
+}
+
+inline int e_kth_rows(CallCtx &ctx, int dtype, const void *data, int64_t rows, int64_t cols,
+                      int64_t rank, unsigned flags, void *out_values, int64_t *out_indices) {
+  return with_codec(dtype, flags, false, [&](auto c) {
+    using T = typename decltype(c)::T;
+    const T *d = static_cast<const T *>(data);
+    T *v = static_cast<T *>(out_values);
+    if (rows == 0) return;
+    select_rows(ctx, rows, cols, [&](CallCtx &sub, int parts, int64_t r, int64_t *work) {
+      const T *row = d + r * cols;
+      const int64_t i = work ? kth_row(sub, parts, c, row, size_t(cols), size_t(rank), work)
+                             : kth_row_no_scratch(c, row, size_t(cols), size_t(rank));
+      out_indices[r] = i;
+      v[r] = row[i];
+    });
+  });
+}
+
+}  // namespace KWKER_ENGINE_NS
+}  // namespace kwker

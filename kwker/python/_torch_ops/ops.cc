@@ -1,0 +1,421 @@
+// The compiled PyTorch operators: Kwker's kernels for torch's sort family registered for the
+// CPU dispatch key, so a call costs no Python. Built with the wheel against the torch installed
+// then (the wheel's version ends in +torch2.M); tied to that torch minor version because it
+// links libtorch's C++ API. kwker.torch_ops loads it with torch.ops.load_library only when the
+// running torch has the same minor version.
+//
+// Nothing is registered on aten at load time. kwker.torch_ops calls kwker_torch::enable(op,
+// thresholds) for each op that passed its self-check and kwker_torch::disable_all() to undo
+// every registration (the torch::Library below is destroyed, which restores the dispatcher).
+// The kernels also exist as kwker_torch::sort/topk/kthvalue/unique, without thresholds or
+// fallbacks, for the self-check.
+//
+// Semantics are those of kwker/python/kwker/torch_ops/_kernels.py (the Python-registered
+// operators), which documents them; the two are checked against torch by the same battery.
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/_unique2_cpu_dispatch.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/kthvalue_cpu_dispatch.h>
+#include <ATen/ops/ne.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/sort_cpu_dispatch.h>
+#include <ATen/ops/topk_cpu_dispatch.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "kwker/kwker.h"
+
+#ifndef KWKER_TORCH_BUILT_FOR
+#error "KWKER_TORCH_BUILT_FOR (the torch version this is built against) must be defined"
+#endif
+
+namespace {
+
+using at::Tensor;
+
+constexpr int kNoCode = -1;
+constexpr unsigned kFlagsAsc = KWKER_NAN_LARGEST;
+constexpr unsigned kFlagsDesc = KWKER_NAN_LARGEST | KWKER_DESCENDING;
+constexpr int64_t kRadixMin = 32768;  // see _kernels.RADIX_MIN
+
+int code_of(at::ScalarType t) {
+  switch (t) {
+    case at::kBool: return KWKER_BOOL;
+    case at::kChar: return KWKER_INT8;
+    case at::kShort: return KWKER_INT16;
+    case at::kInt: return KWKER_INT32;
+    case at::kLong: return KWKER_INT64;
+    case at::kByte: return KWKER_UINT8;
+    case at::kUInt16: return KWKER_UINT16;
+    case at::kUInt32: return KWKER_UINT32;
+    case at::kUInt64: return KWKER_UINT64;
+    case at::kHalf: return KWKER_FLOAT16;
+    case at::kFloat: return KWKER_FLOAT32;
+    case at::kDouble: return KWKER_FLOAT64;
+    case at::kBFloat16: return KWKER_BFLOAT16;
+    default: return kNoCode;
+  }
+}
+
+void check(int status) {
+  TORCH_CHECK(status == KWKER_OK, "kwker: ", kwker_last_error());
+}
+
+enum Op { kSort = 0, kTopk, kKth, kUnique, kNumOps };
+const char *const kOpNames[kNumOps] = {"sort", "topk", "kthvalue", "unique"};
+
+// Per op: the smallest element count the override takes, by dtype code (below: torch's own).
+int64_t g_threshold[kNumOps][KWKER_DTYPE_COUNT];
+bool g_corrupt[kNumOps];  // test-only: KWKER_TEST_CORRUPT_TORCH_OP at enable()
+
+bool corrupt_now(Op op, bool from_registration) {
+  if (from_registration) return g_corrupt[op];
+  const char *env = std::getenv("KWKER_TEST_CORRUPT_TORCH_OP");
+  return env && std::strcmp(env, kOpNames[op]) == 0;
+}
+
+// A dense CPU tensor of a dtype Kwker sorts: its code, else kNoCode. (torch 2.13 has no named
+// tensors; the Python-registered operators check names on versions that have them.)
+int plain_code(const Tensor &t) {
+  if (t.device().type() != c10::DeviceType::CPU || t.layout() != c10::kStrided) return kNoCode;
+  return code_of(t.scalar_type());
+}
+
+bool wrap_dim(const Tensor &t, int64_t dim, int64_t *d) {
+  const int64_t nd = t.dim();
+  if (nd == 0 || dim < -nd || dim >= nd) return false;
+  *d = dim < 0 ? dim + nd : dim;
+  return true;
+}
+
+void swap_first_two(Tensor &idx) {
+  if (idx.numel() < 2) return;
+  Tensor flat = idx.reshape({-1}).clone();
+  int64_t *p = flat.data_ptr<int64_t>();
+  std::swap(p[0], p[1]);
+  idx.copy_(flat.view(idx.sizes()));
+}
+
+// ---- kernels (arguments already accepted) ----
+
+std::tuple<Tensor, Tensor> k_sort(const Tensor &self, int64_t d, bool descending,
+                                  bool from_registration, int threads) {
+  Tensor x = self.detach();
+  Tensor vals = at::empty_like(x);
+  Tensor idx = at::empty_like(x, x.options().dtype(at::kLong));
+  if (x.numel() == 0) return {vals, idx};
+  const int64_t cols = x.size(d);
+  Tensor src = x.movedim(d, -1);
+  const bool direct = src.is_contiguous() && vals.movedim(d, -1).is_contiguous();
+  Tensor v = vals, i = idx;
+  if (!direct) {
+    src = src.contiguous();
+    v = at::empty(src.sizes(), x.options());
+    i = at::empty(src.sizes(), x.options().dtype(at::kLong));
+  }
+  check(kwker_sort_pairs_rows(code_of(x.scalar_type()), src.data_ptr(), v.data_ptr(),
+                              i.data_ptr<int64_t>(), x.numel() / cols, cols,
+                              descending ? kFlagsDesc : kFlagsAsc, threads));
+  if (!direct) {
+    vals.movedim(d, -1).copy_(v);
+    idx.movedim(d, -1).copy_(i);
+  }
+  if (corrupt_now(kSort, from_registration)) swap_first_two(idx);
+  return {vals, idx};
+}
+
+std::tuple<Tensor, Tensor> k_topk(const Tensor &self, int64_t k, int64_t d, bool largest,
+                                  bool from_registration, int threads) {
+  Tensor x = self.detach();
+  Tensor src = x.movedim(d, -1).contiguous();
+  const int64_t cols = src.size(-1), rows = cols ? src.numel() / cols : 0;
+  std::vector<int64_t> shape(src.sizes().begin(), src.sizes().end());
+  shape.back() = k;
+  Tensor v = at::empty(shape, x.options());
+  Tensor i = at::empty(shape, x.options().dtype(at::kLong));
+  if (v.numel())
+    check(kwker_topk_rows(code_of(x.scalar_type()), src.data_ptr(), rows, cols, k,
+                          largest ? kFlagsDesc : kFlagsAsc, 1, v.data_ptr(), i.data_ptr<int64_t>(),
+                          threads));
+  if (d != x.dim() - 1) {
+    v = v.movedim(-1, d).contiguous();
+    i = i.movedim(-1, d).contiguous();
+  }
+  if (corrupt_now(kTopk, from_registration)) swap_first_two(i);
+  return {v, i};
+}
+
+std::tuple<Tensor, Tensor> k_kth(const Tensor &self, int64_t k, int64_t d, bool keepdim,
+                                 bool from_registration, int threads) {
+  Tensor x = self.detach();
+  Tensor src = x.movedim(d, -1).contiguous();
+  const int64_t cols = src.size(-1), rows = cols ? src.numel() / cols : 0;
+  auto shape = src.sizes().slice(0, src.dim() - 1);
+  Tensor v = at::empty(shape, x.options());
+  Tensor i = at::empty(shape, x.options().dtype(at::kLong));
+  if (rows)
+    check(kwker_kth_rows(code_of(x.scalar_type()), src.data_ptr(), rows, cols, k - 1, kFlagsAsc,
+                         v.data_ptr(), i.data_ptr<int64_t>(), threads));
+  if (keepdim) {
+    v = v.unsqueeze(d);
+    i = i.unsqueeze(d);
+  }
+  if (corrupt_now(kKth, from_registration) && i.numel()) i.view({-1})[0].add_(1);
+  return {v, i};
+}
+
+std::tuple<Tensor, Tensor, Tensor> k_unique(const Tensor &self, bool return_inverse,
+                                            bool return_counts, bool from_registration, int threads) {
+  Tensor x = self.detach().reshape({-1}).contiguous();
+  const int64_t n = x.numel();
+  auto long_opts = x.options().dtype(at::kLong);
+  Tensor empty = at::empty({0}, long_opts);
+  Tensor inverse = return_inverse ? at::empty(self.sizes(), long_opts) : empty;
+  if (n == 0) return {x.clone(), inverse, return_counts ? empty.clone() : empty};
+  Tensor v = at::empty({n}, x.options());
+  Tensor i = at::empty({n}, long_opts);
+  check(kwker_sort_pairs_rows(code_of(x.scalar_type()), x.data_ptr(), v.data_ptr(),
+                              i.data_ptr<int64_t>(), 1, n, kFlagsAsc, threads));
+  // Wide unsigned types go through torch's ops as the signed type of the same width (torch has
+  // few kernels for them; equality is bitwise for integers).
+  switch (x.scalar_type()) {
+    case at::kUInt16: v = v.view(at::kShort); break;
+    case at::kUInt32: v = v.view(at::kInt); break;
+    case at::kUInt64: v = v.view(at::kLong); break;
+    default: break;
+  }
+  Tensor starts = at::ones({n}, x.options().dtype(at::kBool));
+  Tensor tail = starts.narrow(0, 1, n - 1);
+  at::ne_out(tail, v.narrow(0, 1, n - 1), v.narrow(0, 0, n - 1));
+  Tensor first = starts.nonzero().view({-1});
+  Tensor out = v.index_select(0, first).view(x.scalar_type());
+  Tensor counts = empty;
+  if (return_counts) {
+    Tensor ends = at::empty_like(first);
+    const int64_t u = first.numel();
+    ends.narrow(0, 0, u - 1).copy_(first.narrow(0, 1, u - 1));
+    ends.narrow(0, u - 1, 1).fill_(n);
+    counts = ends.sub(first);
+    if (corrupt_now(kUnique, from_registration)) counts.narrow(0, 0, 1).add_(1);
+  }
+  if (return_inverse) {
+    Tensor group = starts.cumsum(0, at::kLong).sub_(1);
+    inverse.view({-1}).index_copy_(0, i, group);
+  }
+  return {out, inverse, counts};
+}
+
+// ---- the aten overrides: threshold and acceptance, else torch's own CPU kernel ----
+
+bool sort_taken(const Tensor &self, int64_t dim, bool descending, int64_t *d) {
+  const int code = plain_code(self);
+  if (code == kNoCode || !wrap_dim(self, dim, d)) return false;
+  if (self.numel() < g_threshold[kSort][code]) return false;
+  const auto t = self.scalar_type();
+  const bool no_radix = t == at::kUInt16 || t == at::kUInt32 || t == at::kUInt64;
+  return !(no_radix && self.dim() == 1 && !descending && self.numel() >= kRadixMin);
+}
+
+// torch's topk and kthvalue have no kernel for these: the overrides leave them to its error.
+bool select_dtype(int code) {
+  return code != kNoCode && code != KWKER_BOOL && code != KWKER_UINT16 &&
+         code != KWKER_UINT32 && code != KWKER_UINT64;
+}
+
+bool select_taken(Op op, const Tensor &self, int64_t k, int64_t dim, int64_t lowest,
+                  int64_t *d) {
+  const int code = plain_code(self);
+  return select_dtype(code) && wrap_dim(self, dim, d) && k >= lowest && k <= self.size(*d) &&
+         self.numel() >= g_threshold[op][code];
+}
+
+// An out= tensor the result can be copied into as it is (anything else goes to torch, which
+// resizes, warns or raises).
+bool out_ok(const Tensor &out, at::ScalarType dtype, c10::IntArrayRef shape) {
+  return out.device().type() == c10::DeviceType::CPU && out.layout() == c10::kStrided &&
+         out.scalar_type() == dtype && out.sizes() == shape;
+}
+
+std::tuple<Tensor, Tensor> o_sort(const Tensor &self, std::optional<bool> stable, int64_t dim,
+                                  bool descending) {
+  int64_t d;
+  if (!sort_taken(self, dim, descending, &d)) return at::cpu::sort(self, stable, dim, descending);
+  return k_sort(self, d, descending, true, at::get_num_threads());
+}
+
+std::tuple<Tensor &, Tensor &> o_sort_out(const Tensor &self, std::optional<bool> stable,
+                                          int64_t dim, bool descending, Tensor &values,
+                                          Tensor &indices) {
+  int64_t d;
+  if (!sort_taken(self, dim, descending, &d) || !out_ok(values, self.scalar_type(), self.sizes()) ||
+      !out_ok(indices, at::kLong, self.sizes()))
+    return at::cpu::sort_outf(self, stable, dim, descending, values, indices);
+  auto r = k_sort(self, d, descending, true, at::get_num_threads());
+  values.copy_(std::get<0>(r));
+  indices.copy_(std::get<1>(r));
+  return {values, indices};
+}
+
+std::tuple<Tensor, Tensor> o_topk(const Tensor &self, c10::SymInt k, int64_t dim, bool largest,
+                                  bool sorted) {
+  int64_t d;
+  auto kk = k.maybe_as_int();
+  if (!kk || !select_taken(kTopk, self, *kk, dim, 0, &d))
+    return at::cpu::topk_symint(self, k, dim, largest, sorted);
+  return k_topk(self, *kk, d, largest, true, at::get_num_threads());
+}
+
+std::tuple<Tensor &, Tensor &> o_topk_out(const Tensor &self, c10::SymInt k, int64_t dim,
+                                          bool largest, bool sorted, Tensor &values,
+                                          Tensor &indices) {
+  int64_t d;
+  auto kk = k.maybe_as_int();
+  if (!kk || !select_taken(kTopk, self, *kk, dim, 0, &d))
+    return at::cpu::topk_symint_outf(self, k, dim, largest, sorted, values, indices);
+  auto r = k_topk(self, *kk, d, largest, true, at::get_num_threads());
+  if (!out_ok(values, self.scalar_type(), std::get<0>(r).sizes()) ||
+      !out_ok(indices, at::kLong, std::get<1>(r).sizes()))
+    return at::cpu::topk_symint_outf(self, k, dim, largest, sorted, values, indices);
+  values.copy_(std::get<0>(r));
+  indices.copy_(std::get<1>(r));
+  return {values, indices};
+}
+
+std::tuple<Tensor &, Tensor &> o_kth_out(const Tensor &self, c10::SymInt k, int64_t dim,
+                                         bool keepdim, Tensor &values, Tensor &indices) {
+  int64_t d;
+  auto kk = k.maybe_as_int();
+  if (!kk || !select_taken(kKth, self, *kk, dim, 1, &d))
+    return at::cpu::kthvalue_symint_outf(self, k, dim, keepdim, values, indices);
+  auto r = k_kth(self, *kk, d, keepdim, true, at::get_num_threads());
+  const Tensor &v = std::get<0>(r), &i = std::get<1>(r);
+  // The functional kthvalue passes empty outputs for resizing; other shapes go to torch.
+  const bool fresh = values.numel() == 0 && indices.numel() == 0 &&
+                     values.scalar_type() == self.scalar_type() &&
+                     indices.scalar_type() == at::kLong;
+  if (!fresh && (!out_ok(values, self.scalar_type(), v.sizes()) ||
+                 !out_ok(indices, at::kLong, i.sizes())))
+    return at::cpu::kthvalue_symint_outf(self, k, dim, keepdim, values, indices);
+  if (fresh) {
+    values.resize_(v.sizes());
+    indices.resize_(i.sizes());
+  }
+  values.copy_(v);
+  indices.copy_(i);
+  return {values, indices};
+}
+
+std::tuple<Tensor, Tensor, Tensor> o_unique2(const Tensor &self, bool sorted,
+                                             bool return_inverse, bool return_counts) {
+  const int code = plain_code(self);
+  if (!sorted || code == kNoCode || self.numel() < g_threshold[kUnique][code])
+    return at::cpu::_unique2(self, sorted, return_inverse, return_counts);
+  return k_unique(self, return_inverse, return_counts, true, at::get_num_threads());
+}
+
+// ---- registration ----
+
+std::mutex g_mu;
+std::unique_ptr<torch::Library> g_lib;
+
+// While Kwker registers, torch's one-time "Overriding a previously registered kernel" warning
+// is dropped (overriding is what install() asks for; docs/torch.md says so) and every other
+// warning goes on to the handler in force.
+class QuietOverride : public c10::WarningHandler {
+ public:
+  explicit QuietOverride(c10::WarningHandler *next) : next_(next) {}
+  void process(const c10::Warning &w) override {
+    if (w.msg().find("Overriding a previously registered kernel") != std::string::npos) return;
+    next_->process(w);
+  }
+
+ private:
+  c10::WarningHandler *next_;
+};
+
+void enable(std::string op, std::vector<int64_t> thresholds) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  int which = -1;
+  for (int i = 0; i < kNumOps; ++i)
+    if (op == kOpNames[i]) which = i;
+  TORCH_CHECK(which >= 0, "kwker_torch::enable: unknown op '", op,
+              "' (known: sort, topk, kthvalue, unique)");
+  TORCH_CHECK(int64_t(thresholds.size()) == KWKER_DTYPE_COUNT,
+              "kwker_torch::enable: expected ", KWKER_DTYPE_COUNT, " thresholds, got ",
+              thresholds.size());
+  for (int c = 0; c < KWKER_DTYPE_COUNT; ++c) g_threshold[which][c] = thresholds[c];
+  g_corrupt[which] = corrupt_now(Op(which), false);
+  QuietOverride quiet(c10::WarningUtils::get_warning_handler());
+  c10::WarningUtils::WarningHandlerGuard guard(&quiet);
+  if (!g_lib)
+    g_lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", c10::DispatchKey::CPU,
+                                             __FILE__, __LINE__);
+  switch (which) {
+    case kSort:
+      g_lib->impl("sort.stable", TORCH_FN(o_sort));
+      g_lib->impl("sort.values_stable", TORCH_FN(o_sort_out));
+      break;
+    case kTopk:
+      g_lib->impl("topk", TORCH_FN(o_topk));
+      g_lib->impl("topk.values", TORCH_FN(o_topk_out));
+      break;
+    case kKth: g_lib->impl("kthvalue.values", TORCH_FN(o_kth_out)); break;
+    case kUnique: g_lib->impl("_unique2", TORCH_FN(o_unique2)); break;
+  }
+}
+
+void disable_all() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_lib.reset();  // destroys every registration made through it
+}
+
+std::string built_for() { return KWKER_TORCH_BUILT_FOR; }
+
+// Direct kernels for the self-check: no threshold, no fallback; arguments must be accepted.
+std::tuple<Tensor, Tensor> direct_sort(const Tensor &self, int64_t dim, bool descending,
+                                       int64_t threads) {
+  int64_t d = 0;
+  TORCH_CHECK(plain_code(self) != kNoCode && wrap_dim(self, dim, &d), "kwker_torch::sort: bad input");
+  return k_sort(self, d, descending, false, int(threads));
+}
+std::tuple<Tensor, Tensor> direct_topk(const Tensor &self, int64_t k, int64_t dim, bool largest,
+                                       int64_t threads) {
+  int64_t d = 0;
+  TORCH_CHECK(select_dtype(plain_code(self)) && wrap_dim(self, dim, &d) && k >= 0 && k <= self.size(d),
+              "kwker_torch::topk: bad input");
+  return k_topk(self, k, d, largest, false, int(threads));
+}
+std::tuple<Tensor, Tensor> direct_kth(const Tensor &self, int64_t k, int64_t dim, bool keepdim,
+                                      int64_t threads) {
+  int64_t d = 0;
+  TORCH_CHECK(select_dtype(plain_code(self)) && wrap_dim(self, dim, &d) && k >= 1 && k <= self.size(d),
+              "kwker_torch::kthvalue: bad input");
+  return k_kth(self, k, d, keepdim, false, int(threads));
+}
+std::tuple<Tensor, Tensor, Tensor> direct_unique(const Tensor &self, bool inv, bool counts,
+                                                 int64_t threads) {
+  TORCH_CHECK(plain_code(self) != kNoCode, "kwker_torch::unique: bad input");
+  return k_unique(self, inv, counts, false, int(threads));
+}
+
+}  // namespace
+
+TORCH_LIBRARY(kwker_torch, m) {
+  m.def("enable(str op, int[] thresholds) -> ()", &enable);
+  m.def("disable_all() -> ()", &disable_all);
+  m.def("built_for() -> str", &built_for);
+  m.def("sort(Tensor self, int dim, bool descending, int threads) -> (Tensor, Tensor)", &direct_sort);
+  m.def("topk(Tensor self, int k, int dim, bool largest, int threads) -> (Tensor, Tensor)", &direct_topk);
+  m.def("kthvalue(Tensor self, int k, int dim, bool keepdim, int threads) -> (Tensor, Tensor)", &direct_kth);
+  m.def("unique(Tensor self, bool return_inverse, bool return_counts, int threads) -> "
+        "(Tensor, Tensor, Tensor)",
+        &direct_unique);
+}
