@@ -88,7 +88,10 @@ void stable_order(int dtype, const void *src, int64_t n, unsigned flags, bool fo
                   int64_t *out) {
   std::vector<Val> v = load_all(dtype, src, n);
   std::iota(out, out + n, int64_t(0));
-  Order less{(flags & KWKER_DESCENDING) != 0, (flags & KWKER_NANS_FIRST) != 0, for_sort};
+  // KWKER_NAN_LARGEST (torch's order): NaN is the largest value, first when descending.
+  const bool desc = (flags & KWKER_DESCENDING) != 0;
+  const bool nans_first = (flags & KWKER_NAN_LARGEST) ? desc : (flags & KWKER_NANS_FIRST) != 0;
+  Order less{desc, nans_first, for_sort};
   std::stable_sort(out, out + n, [&](int64_t a, int64_t b) { return less(v[a], v[b]); });
 }
 

@@ -12,6 +12,7 @@
 //
 // Semantics are those of kwker/python/kwker/torch_ops/_kernels.py (the Python-registered
 // operators), which documents them; the two are checked against torch by the same battery.
+#include <ATen/EmptyTensor.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_unique2_cpu_dispatch.h>
@@ -108,6 +109,18 @@ void swap_first_two(Tensor &idx) {
 
 std::tuple<Tensor, Tensor> k_sort(const Tensor &self, int64_t d, bool descending,
                                   bool from_registration, int threads) {
+  if (self.is_contiguous() && d == self.dim() - 1 && self.numel() > 0) {
+    // The common call, kept short: allocation without the dispatcher (empty_like through it
+    // cost more than the sort of 1,000 floats).
+    Tensor vals = at::detail::empty_cpu(self.sizes(), self.scalar_type());
+    Tensor idx = at::detail::empty_cpu(self.sizes(), at::kLong);
+    const int64_t cols = self.size(d);
+    check(kwker_sort_pairs_rows(code_of(self.scalar_type()), self.data_ptr(), vals.data_ptr(),
+                                idx.data_ptr<int64_t>(), self.numel() / cols, cols,
+                                descending ? kFlagsDesc : kFlagsAsc, threads));
+    if (corrupt_now(kSort, from_registration)) swap_first_two(idx);
+    return {vals, idx};
+  }
   Tensor x = self.detach();
   Tensor vals = at::empty_like(x);
   Tensor idx = at::empty_like(x, x.options().dtype(at::kLong));

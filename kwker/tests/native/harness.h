@@ -54,5 +54,6 @@ inline std::vector<const char *> g_engines;  // the engines this CPU runs
 }  // namespace harness
 
 void run_short_tests();  // short_tests.cc
+void run_pairs_tests();  // pairs_tests.cc
 
 #endif

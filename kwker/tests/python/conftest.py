@@ -190,3 +190,33 @@ def ref():
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+# ---- PyTorch integration ----
+
+@pytest.fixture(scope="session")
+def kwker_cache_dir(tmp_path_factory):
+    """One KWKER_CACHE_DIR for the whole session: each torch self-check runs once per
+    implementation, and the compile backend's tests share one Inductor cache (compiles are
+    slow on two cores)."""
+    return tmp_path_factory.mktemp("kwker-cache")
+
+
+@pytest.fixture
+def torch_ops(kwker_cache_dir, monkeypatch):
+    """kwker.torch_ops with the session cache, nothing installed before or after the test."""
+    monkeypatch.setenv("KWKER_CACHE_DIR", str(kwker_cache_dir))
+    for var in ("KWKER_DISABLE", "KWKER_SELF_CHECK", "KWKER_TEST_CORRUPT_TORCH_OP"):
+        monkeypatch.delenv(var, raising=False)
+    import kwker.torch_ops as ops
+    ops.uninstall()
+    yield ops
+    ops.uninstall()
+
+
+@pytest.fixture
+def no_thresholds(monkeypatch):
+    """Every override runs from one element on, so small tensors reach Kwker's kernels."""
+    from kwker.torch_ops import _thresholds
+    monkeypatch.setattr(_thresholds, "table",
+                        lambda kind, ops: {op: [0] * _thresholds.KWKER_DTYPE_COUNT for op in ops})

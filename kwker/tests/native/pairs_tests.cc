@@ -1,0 +1,243 @@
+// torch's sort family in the core, against the scalar reference on every engine this CPU runs:
+// the fused pair sort (kwker_sort_pairs_rows: values bit for bit equal to src[idx], indices of
+// the stable order), the selection top-k and the k-th value (kwker_kth_rows), under every order
+// mode including KWKER_NAN_LARGEST (torch's: NaN largest, -0.0 tying with 0.0). Sizes cross every
+// threshold of these paths: register networks, the 16-bit packing limit, counting sorts, the
+// exact and the dropped-bit 64-bit packing, the LSD radix, the sampled selection (2048 columns,
+// k up to cols / 8) and the thread threshold; also with radix and parallel off and without
+// scratch (every fallback).
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dispatch/reference.h"
+#include "kwker/kwker.h"
+#include "tests/native/harness.h"
+
+using namespace harness;
+
+namespace {
+
+using kwker::ref::dtype_size;
+
+const unsigned kModes[] = {0u,
+                           KWKER_DESCENDING,
+                           KWKER_NANS_FIRST,
+                           KWKER_DESCENDING | KWKER_NANS_FIRST,
+                           KWKER_NAN_LARGEST,
+                           KWKER_NAN_LARGEST | KWKER_DESCENDING,
+                           KWKER_NAN_LARGEST | KWKER_DESCENDING | KWKER_NANS_FIRST};
+
+std::string mode_label(unsigned flags) {
+  std::string s;
+  if (flags & KWKER_DESCENDING) s += " desc";
+  if (flags & KWKER_NANS_FIRST) s += " nans_first";
+  if (flags & KWKER_NAN_LARGEST) s += " nan_largest";
+  return s;
+}
+
+// Per-row reference: the stable argsort and the values it picks (bit for bit from src).
+struct PairRef {
+  std::vector<int64_t> idx;
+  std::vector<uint8_t> vals;
+  PairRef(int dtype, const std::vector<uint8_t> &data, int64_t rows, int64_t cols, unsigned flags)
+      : idx(size_t(rows * cols)), vals(data.size()) {
+    const int w = dtype_size(dtype);
+    for (int64_t r = 0; r < rows; ++r) {
+      kwker::ref::argsort(dtype, data.data() + r * cols * w, cols, idx.data() + r * cols, flags);
+      for (int64_t j = 0; j < cols; ++j)
+        std::memcpy(vals.data() + (r * cols + j) * w,
+                    data.data() + (r * cols + idx[size_t(r * cols + j)]) * w, size_t(w));
+    }
+  }
+};
+
+void check_pairs_now(int dtype, const std::vector<uint8_t> &data, int64_t rows, int64_t cols,
+                     unsigned flags, const PairRef &want, int threads) {
+  const int w = dtype_size(dtype);
+  const int64_t n = rows * cols;
+  Guarded v(size_t(n * w)), i(size_t(n * 8));
+  int rc = kwker_sort_pairs_rows(dtype, data.data(), v.data(), reinterpret_cast<int64_t *>(i.data()),
+                                 rows, cols, flags, threads);
+  check(rc == KWKER_OK && v.intact() && i.intact() &&
+            (n == 0 || (std::memcmp(i.data(), want.idx.data(), size_t(n * 8)) == 0 &&
+                        std::memcmp(v.data(), want.vals.data(), size_t(n * w)) == 0)),
+        "sort_pairs_rows");
+  Guarded only(size_t(n * 8));
+  rc = kwker_sort_pairs_rows(dtype, data.data(), nullptr, reinterpret_cast<int64_t *>(only.data()),
+                             rows, cols, flags, threads);
+  check(rc == KWKER_OK && only.intact() &&
+            (n == 0 || std::memcmp(only.data(), want.idx.data(), size_t(n * 8)) == 0),
+        "sort_pairs_rows indices only");
+}
+
+void check_pairs_all(int dtype, const std::vector<uint8_t> &data, int64_t rows, int64_t cols,
+                     unsigned flags, const std::string &tag, int threads = 0) {
+  PairRef want(dtype, data, rows, cols, flags);
+  for (const char *e : g_engines) {
+    kwker_set_isa(e);
+    g_where = std::string(e) + " " + kwker::ref::dtype_name(dtype) + " rows=" +
+              std::to_string(rows) + " cols=" + std::to_string(cols) + mode_label(flags) + " " +
+              tag + " threads=" + std::to_string(threads);
+    check_pairs_now(dtype, data, rows, cols, flags, want, threads);
+  }
+}
+
+// 64-bit keys spread over the whole range, with many sharing their high bits: the packing drops
+// low key bits and the fix-up must re-sort the prefix ties.
+std::vector<uint8_t> prefix_tie_keys(int dtype, int64_t n, uint64_t seed) {
+  std::vector<uint8_t> raw = kwker::ref::generate(dtype, kwker::ref::kUniform, n, seed);
+  std::vector<uint64_t> v(size_t(n));
+  std::memcpy(v.data(), raw.data(), raw.size());
+  for (int64_t j = 0; j < n; j += 3) v[size_t(j)] = (v[size_t(j)] & ~uint64_t(0xFFFFF)) | 0x0F0F0;
+  if (n > 1) v[0] = 0, v[1] = ~uint64_t(0) >> (dtype == KWKER_FLOAT64 ? 12 : 0);
+  std::memcpy(raw.data(), v.data(), raw.size());
+  return raw;
+}
+
+void test_pairs_1d() {
+  for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype) {
+    for (int64_t n = 0; n <= 300; n += (n < 40 ? 1 : 29))
+      for (int dist = 0; dist < kwker::ref::kNumDists; ++dist)
+        for (unsigned flags : kModes)
+          if (n <= 40 || flags == 0 || flags == (KWKER_NAN_LARGEST | KWKER_DESCENDING))
+            check_pairs_all(dtype, kwker::ref::generate(dtype, dist, n, 3), 1, n, flags, "1-d");
+    for (int64_t n : {1000, 4099, 60001, 65537, 130000})
+      for (int dist : {int(kwker::ref::kUniform), int(kwker::ref::kNanHeavy),
+                       int(kwker::ref::kSpecials), int(kwker::ref::kFewDistinct),
+                       int(kwker::ref::kSorted), int(kwker::ref::kReversed)})
+        for (unsigned flags : {0u, unsigned(KWKER_NAN_LARGEST | KWKER_DESCENDING)})
+          check_pairs_all(dtype, kwker::ref::generate(dtype, dist, n, 4), 1, n, flags, "1-d",
+                          n == 130000 ? 2 : 0);
+  }
+  for (int dtype : {KWKER_INT64, KWKER_UINT64, KWKER_FLOAT64, KWKER_DATETIME})
+    for (int64_t n : {100, 5000, 150000})
+      for (unsigned flags : {0u, unsigned(KWKER_NAN_LARGEST | KWKER_DESCENDING)}) {
+        std::vector<uint8_t> data = prefix_tie_keys(dtype, n, 7);
+        check_pairs_all(dtype, data, 1, n, flags, "prefix ties", 2);
+        kwker_set_tuning("radix64_argsort_max_bits", 64);
+        check_pairs_all(dtype, data, 1, n, flags, "prefix ties, radix", 2);
+        kwker_set_tuning("radix64_argsort_max_bits", -1);
+      }
+}
+
+void test_pairs_rows() {
+  for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype)
+    for (int64_t cols : {1, 2, 3, 4, 8, 17, 130, 1000})
+      for (unsigned flags : {0u, unsigned(KWKER_NAN_LARGEST), unsigned(KWKER_NAN_LARGEST | KWKER_DESCENDING)}) {
+        const int64_t rows = cols < 100 ? 37 : 5;
+        check_pairs_all(dtype, kwker::ref::generate(dtype, kwker::ref::kSpecials, rows * cols, 9),
+                        rows, cols, flags, "rows");
+      }
+}
+
+// Every fallback: radix and parallel off, then no scratch at all.
+void test_pairs_modes() {
+  for (int dtype : {KWKER_FLOAT32, KWKER_INT64, KWKER_UINT16, KWKER_FLOAT64, KWKER_INT8,
+                    KWKER_BOOL, KWKER_BFLOAT16}) {
+    std::vector<uint8_t> data = kwker::ref::generate(dtype, kwker::ref::kNanHeavy, 70000, 11);
+    kwker_set_algorithms(0);
+    check_pairs_all(dtype, data, 1, 70000, KWKER_NAN_LARGEST, "adaptive only", 2);
+    kwker_set_algorithms(KWKER_ALGO_ALL);
+    kwker_set_scratch_limit(0);
+    check_pairs_all(dtype, data, 1, 70000, KWKER_NAN_LARGEST | KWKER_DESCENDING, "no scratch", 2);
+    check_pairs_all(dtype, data, 7, 10000, KWKER_NAN_LARGEST, "no scratch rows", 2);
+    kwker_set_scratch_limit(-1);
+  }
+}
+
+// Top-k (the selection path from 2048 columns) and the k-th value, against the reference
+// argsort of every row.
+void check_select(int dtype, const std::vector<uint8_t> &data, int64_t rows, int64_t cols,
+                  unsigned flags, const std::string &tag, int threads) {
+  const int w = dtype_size(dtype);
+  std::vector<int64_t> order(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    kwker::ref::argsort(dtype, data.data() + r * cols * w, cols, order.data() + r * cols, flags);
+  std::vector<int64_t> ks = {1, 2, 10, cols / 8, cols / 8 + 1, cols / 2, cols};
+  for (const char *e : g_engines) {
+    kwker_set_isa(e);
+    g_where = std::string(e) + " " + kwker::ref::dtype_name(dtype) + " rows=" +
+              std::to_string(rows) + " cols=" + std::to_string(cols) + mode_label(flags) + " " +
+              tag + " threads=" + std::to_string(threads);
+    for (int64_t k : ks) {
+      if (k < 1 || k > cols) continue;
+      Guarded tv(size_t(rows * k * w)), ti(size_t(rows * k * 8));
+      int rc = kwker_topk_rows(dtype, data.data(), rows, cols, k, flags, 1, tv.data(),
+                               reinterpret_cast<int64_t *>(ti.data()), threads);
+      bool ok = rc == KWKER_OK && tv.intact() && ti.intact();
+      const int64_t *got = reinterpret_cast<const int64_t *>(ti.data());
+      for (int64_t r = 0; r < rows && ok; ++r)
+        for (int64_t j = 0; j < k && ok; ++j)
+          ok = got[r * k + j] == order[size_t(r * cols + j)] &&
+               std::memcmp(tv.data() + (r * k + j) * w,
+                           data.data() + (r * cols + got[r * k + j]) * w, size_t(w)) == 0;
+      check(ok, "topk k=" + std::to_string(k));
+      Guarded kv(size_t(rows * w)), ki(size_t(rows * 8));
+      rc = kwker_kth_rows(dtype, data.data(), rows, cols, k - 1, flags, kv.data(),
+                          reinterpret_cast<int64_t *>(ki.data()), threads);
+      ok = rc == KWKER_OK && kv.intact() && ki.intact();
+      const int64_t *kg = reinterpret_cast<const int64_t *>(ki.data());
+      for (int64_t r = 0; r < rows && ok; ++r)
+        ok = kg[r] == order[size_t(r * cols + k - 1)] &&
+             std::memcmp(kv.data() + r * w, data.data() + (r * cols + kg[r]) * w, size_t(w)) == 0;
+      check(ok, "kth rank=" + std::to_string(k - 1));
+    }
+  }
+}
+
+void test_select() {
+  for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype) {
+    for (int64_t cols : {1, 7, 300, 2047, 2048, 5000})
+      for (int dist : {int(kwker::ref::kUniform), int(kwker::ref::kNanHeavy),
+                       int(kwker::ref::kFewDistinct), int(kwker::ref::kSorted),
+                       int(kwker::ref::kReversed), int(kwker::ref::kAllEqual)})
+        for (unsigned flags : {0u, unsigned(KWKER_NAN_LARGEST | KWKER_DESCENDING)}) {
+          const int64_t rows = cols < 1000 ? 9 : 3;
+          check_select(dtype, kwker::ref::generate(dtype, dist, rows * cols, 13), rows, cols,
+                       flags, kwker::ref::dist_name(dist), 0);
+        }
+    // One long row: its candidate pass split over the threads.
+    check_select(dtype, kwker::ref::generate(dtype, kwker::ref::kSpecials, 200000, 17), 1, 200000,
+                 KWKER_NAN_LARGEST | KWKER_DESCENDING, "one long row", 2);
+  }
+  for (int dtype : {KWKER_FLOAT32, KWKER_INT64, KWKER_UINT8}) {
+    std::vector<uint8_t> data = kwker::ref::generate(dtype, kwker::ref::kNanHeavy, 3 * 4000, 19);
+    kwker_set_scratch_limit(0);  // top-k's bounded heap and the k-th value's binary search
+    check_select(dtype, data, 3, 4000, KWKER_NAN_LARGEST, "no scratch", 2);
+    kwker_set_scratch_limit(-1);
+  }
+}
+
+void test_pairs_errors() {
+  g_where = "pairs errors";
+  float x[4] = {3, 1, 2, 0};
+  int64_t idx[4];
+  float v[4];
+  check(kwker_sort_pairs_rows(KWKER_FLOAT32, x, v, idx, 1, 4, 8, 0) == KWKER_E_INVALID_ARGUMENT,
+        "unknown flag rejected");
+  check(kwker_sort_pairs_rows(KWKER_FLOAT32, x, x, idx, 1, 4, 0, 0) == KWKER_E_INVALID_ARGUMENT &&
+            std::strstr(kwker_last_error(), "separate buffer") != nullptr,
+        "vals == src rejected with the fix");
+  check(kwker_sort_pairs_rows(KWKER_FLOAT32, x, v, nullptr, 1, 4, 0, 0) == KWKER_E_INVALID_ARGUMENT,
+        "NULL idx rejected");
+  check(kwker_kth_rows(KWKER_FLOAT32, x, 1, 4, 4, 0, v, idx, 0) == KWKER_E_INVALID_ARGUMENT &&
+            std::strstr(kwker_last_error(), "rank = 4") != nullptr,
+        "rank out of range rejected");
+  check(kwker_kth_rows(KWKER_FLOAT32, x, 1, 4, -1, 0, v, idx, 0) == KWKER_E_INVALID_ARGUMENT,
+        "negative rank rejected");
+  check(kwker_kth_rows(KWKER_FLOAT32, x, 0, 0, 0, 0, nullptr, nullptr, 0) == KWKER_OK,
+        "no rows is fine");
+}
+
+}  // namespace
+
+void run_pairs_tests() {
+  test_pairs_errors();
+  test_pairs_1d();
+  test_pairs_rows();
+  test_pairs_modes();
+  test_select();
+  kwker_set_isa(nullptr);
+}

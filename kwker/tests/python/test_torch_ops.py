@@ -1,0 +1,286 @@
+"""kwker.torch_ops through torch's dispatcher: results equal torch's own stable results bit for
+bit on every entry point (sort, argsort, msort, Tensor.sort, out=, topk, kthvalue, unique),
+with the Python-registered and the compiled operators; fallbacks keep torch's results and
+errors; autograd works; uninstall restores the dispatcher exactly; KWKER_DISABLE=1."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import kwker
+
+KINDS = ("python", "compiled")
+OVERLOADS = ("sort.stable", "sort.values_stable", "topk", "topk.values", "kthvalue.values",
+             "_unique2", "sort", "argsort.stable", "msort", "kthvalue")
+
+
+def _dispatch_state():
+    return {name: torch._C._dispatch_dump(f"aten::{name}") for name in OVERLOADS}
+
+
+def _install(ops_module, kind, **kw):
+    if kind == "compiled":
+        ok, why = ops_module._compiled.availability()
+        assert ok, f"the compiled operators must load in the test environment: {why}"
+    assert ops_module.install(compiled=kind == "compiled", **kw) is True
+    assert ops_module.status()["implementation"] == kind
+
+
+def _bits(t):
+    t = t.contiguous()
+    if t.dtype == torch.bool:
+        t = t.view(torch.uint8)
+    width = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.view(width)
+
+
+def same(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype,
+                                                                got.shape, want.shape)
+    assert got.stride() == want.stride() or got.numel() == 0, (got.stride(), want.stride())
+    assert torch.equal(_bits(got), _bits(want))
+
+
+def _stable_sort(x, dim=-1, descending=False):
+    if x.dim() == 1:  # through a 2-D view: torch's 1-D radix path rejects wide unsigned types
+        v, i = torch.sort(x.unsqueeze(0), dim=1, descending=descending, stable=True)
+        return v.squeeze(0), i.squeeze(0)
+    return torch.sort(x, dim=dim, descending=descending, stable=True)
+
+
+def _mixed(dtype, shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    n = 1
+    for s in shape:
+        n *= s
+    if dtype.is_floating_point:
+        x = (torch.randn(n, generator=g, dtype=torch.float64) * 50).to(dtype)
+        pick = torch.randint(0, 10, (n,), generator=g)
+        x[pick == 0] = float("nan")
+        x[pick == 1] = -0.0
+        x[pick == 2] = 0.0
+        x[pick == 3] = float("inf")
+        x[pick == 4] = x[0]
+    elif dtype == torch.bool:
+        x = torch.randint(0, 2, (n,), generator=g).bool()
+    else:
+        x = torch.randint(-100, 100, (n,), generator=g).to(dtype)
+    return x.reshape(shape)
+
+
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+          torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_entry_point_equals_torch_stable(torch_ops, no_thresholds, kind):
+    refs = {}
+    cases = [(dt, shape, d) for dt in DTYPES for shape, d in
+             (((3000,), 0), ((40, 70), 1), ((40, 70), 0), ((5, 6, 7), 1))]
+    for dt, shape, d in cases:
+        x = _mixed(dt, shape, seed=len(refs))
+        refs[(dt, shape, d)] = (x, _stable_sort(x, d), _stable_sort(x, d, True),
+                                torch.unique(x, return_inverse=True, return_counts=True)
+                                if not dt.is_floating_point else None)
+    _install(torch_ops, kind)
+    kwker.reset_counters()
+    for (dt, shape, d), (x, asc, desc, uniq) in refs.items():
+        for stable in (None, False, True):
+            got = torch.sort(x, dim=d, stable=stable) if stable is not None else torch.sort(x, d)
+            same(got[0], asc[0])
+            same(got[1], asc[1])
+            got = x.sort(dim=d, descending=True, stable=stable)
+            same(got[0], desc[0])
+            same(got[1], desc[1])
+        same(torch.argsort(x, dim=d), asc[1])
+        same(torch.argsort(x, dim=d, descending=True, stable=True), desc[1])
+        if d == 0:
+            same(torch.msort(x), asc[0])
+        v, i = torch.empty_like(x), torch.empty(x.shape, dtype=torch.int64)
+        r = torch.sort(x, dim=d, out=(v, i))
+        assert r[0] is v and r[1] is i
+        same(v, asc[0])
+        same(i, asc[1])
+        if dt != torch.bool:
+            k = min(7, x.shape[d])
+            for largest, ref in ((True, desc), (False, asc)):
+                tv, ti = torch.topk(x, k, dim=d, largest=largest)
+                same(tv, ref[0].narrow(d, 0, k).contiguous())
+                same(ti, ref[1].narrow(d, 0, k).contiguous())
+            ov, oi = torch.empty(0, dtype=dt), torch.empty(0, dtype=torch.int64)
+            tv, ti = torch.topk(x, k, dim=d)
+            ov.resize_(tv.shape), oi.resize_(ti.shape)
+            torch.topk(x, k, dim=d, out=(ov, oi))
+            same(ov, tv)
+            same(oi, ti)
+            for kk in (1, x.shape[d] // 2 + 1, x.shape[d]):
+                for keepdim in (False, True):
+                    kv, ki = torch.kthvalue(x, kk, dim=d, keepdim=keepdim)
+                    want_v = asc[0].narrow(d, kk - 1, 1)
+                    want_i = asc[1].narrow(d, kk - 1, 1)
+                    if not keepdim:
+                        want_v, want_i = want_v.squeeze(d), want_i.squeeze(d)
+                    same(kv, want_v.contiguous())
+                    same(ki, want_i.contiguous())
+        if uniq is not None:  # no -0.0/0.0 ties: torch's own unique is deterministic here
+            got = torch.unique(x, return_inverse=True, return_counts=True)
+            for g, w in zip(got, uniq):
+                same(g, w)
+            same(torch.unique(x), uniq[0])
+    calls = sum(c["calls"] for c in kwker.runtime_info()["counters"].values())
+    assert calls >= len(refs) * 10, f"Kwker's kernels ran {calls} times: the overrides were off"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_float_unique_follows_the_stable_order(torch_ops, no_thresholds, kind):
+    x = torch.tensor([1.0, float("nan"), 0.0, -0.0, float("nan"), 1.0, -0.0, 2.0])
+    _install(torch_ops, kind)
+    out, inv, counts = torch.unique(x, return_inverse=True, return_counts=True)
+    # -0.0 and 0.0 are one value represented by the first in input order (0.0); every NaN is
+    # its own value, as in torch.
+    assert _bits(out).tolist() == _bits(torch.tensor([0.0, 1.0, 2.0, float("nan"),
+                                                      float("nan")])).tolist()
+    assert inv.tolist() == [1, 3, 0, 0, 4, 1, 0, 2]
+    assert counts.tolist() == [3, 2, 1, 1, 1]
+    assert torch.unique(x, sorted=False).numel() == 5  # sorted=False: torch's own kernel
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_install_and_uninstall_restore_the_dispatcher_exactly(torch_ops, kind):
+    before = _dispatch_state()
+    _install(torch_ops, kind)
+    during = _dispatch_state()
+    changed = {k for k in before if before[k] != during[k]}
+    assert {"sort.stable", "sort.values_stable", "topk", "topk.values", "kthvalue.values",
+            "_unique2"} <= changed
+    torch_ops.uninstall()
+    assert _dispatch_state() == before
+    assert torch_ops.status()["installed"] is False
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_second_install_with_another_subset_changes_the_set(torch_ops, kind):
+    before = _dispatch_state()
+    _install(torch_ops, kind, ops=["sort"])
+    one = _dispatch_state()
+    assert one["sort.stable"] != before["sort.stable"] and one["topk"] == before["topk"]
+    _install(torch_ops, kind, ops=["topk", "kthvalue"])
+    two = _dispatch_state()
+    assert two["sort.stable"] == before["sort.stable"]
+    assert two["topk"] != before["topk"] and two["kthvalue.values"] != before["kthvalue.values"]
+    assert torch_ops.status()["ops_on"] == ["topk", "kthvalue"]
+    assert torch_ops.install(compiled=kind == "compiled", ops=["topk", "kthvalue"]) is True
+    assert _dispatch_state() == two
+    torch_ops.uninstall()
+    assert _dispatch_state() == before
+
+
+def test_kwker_disable_makes_install_a_no_op(torch_ops, monkeypatch):
+    before = _dispatch_state()
+    monkeypatch.setenv("KWKER_DISABLE", "1")
+    assert torch_ops.install() is False
+    assert _dispatch_state() == before
+    st = torch_ops.status()
+    assert st["installed"] is False and st["disabled_by_env"] is True
+
+
+def test_bad_arguments_say_what_to_pass(torch_ops):
+    with pytest.raises(ValueError, match=r"unknown op\(s\) 'argsorted'; valid ops: sort, topk, "
+                                         r"kthvalue, unique"):
+        torch_ops.install(ops=["argsorted"])
+    with pytest.raises(TypeError, match="compiled must be None, True or False"):
+        torch_ops.install(compiled="yes")
+    with pytest.raises(TypeError, match="ops must be None or a list"):
+        torch_ops.install(ops=3)
+    assert torch_ops.status()["installed"] is False
+
+
+def _error(fn):
+    try:
+        fn()
+    except Exception as e:
+        return type(e), str(e)
+    return None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_what_kwker_does_not_take_goes_to_torch_with_its_errors(torch_ops, no_thresholds, kind):
+    wide = torch.randint(0, 1000, (40000,), dtype=torch.int32).to(torch.uint32)
+    calls = {
+        "complex": lambda: torch.sort(torch.randn(10, dtype=torch.complex64)),
+        "uint32 radix": lambda: torch.sort(wide),
+        "bool topk": lambda: torch.topk(torch.ones(10, dtype=torch.bool), 2),
+        "uint16 kthvalue": lambda: torch.kthvalue(wide[:50].to(torch.uint16), 2),
+        "k too large": lambda: torch.topk(torch.randn(5), 6),
+        "kthvalue k=0": lambda: torch.kthvalue(torch.randn(5), 0),
+        "dim out of range": lambda: torch.sort(torch.randn(3, 4), dim=2),
+        "bad out dtype": lambda: torch.sort(torch.randn(5), out=(torch.empty(5),
+                                                                torch.empty(5))),
+    }
+    want = {name: _error(fn) for name, fn in calls.items()}
+    assert all(w is not None for w in want.values()), want
+    _install(torch_ops, kind)
+    for name, fn in calls.items():
+        assert _error(fn) == want[name], name
+    # Meta tensors, scalars and the descending wide-unsigned sort go to torch and work.
+    m = torch.empty(4, 5, device="meta")
+    assert torch.sort(m, dim=1)[0].device.type == "meta"
+    assert torch.sort(torch.tensor(3.0))[1].item() == 0
+    same(torch.sort(wide, descending=True)[0], _stable_sort(wide, descending=True)[0])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_gradients_flow_through_sort_topk_and_kthvalue(torch_ops, no_thresholds, kind):
+    x0 = torch.randn(6, 50, dtype=torch.float64)
+
+    def grads():
+        x = x0.clone().requires_grad_(True)
+        v, _ = torch.sort(x, dim=1, descending=True)
+        t, _ = torch.topk(x, 5, dim=0)
+        k, _ = torch.kthvalue(x, 3, dim=1)
+        (v[:, :3].sum() * 2 + t.square().sum() + k.sum()).backward()
+        return x.grad
+
+    want = grads()
+    _install(torch_ops, kind)
+    kwker.reset_counters()
+    got = grads()
+    assert torch.equal(got, want)
+    assert sum(c["calls"] for c in kwker.runtime_info()["counters"].values()) >= 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_below_the_threshold_torch_runs_and_above_kwker(torch_ops, kind):
+    from kwker.torch_ops import _thresholds
+    thr = _thresholds.table(kind, ["sort"])["sort"][10]  # float32
+    _install(torch_ops, kind)
+    kwker.reset_counters()
+    if thr > 1:
+        torch.sort(torch.randn(thr - 1))
+        assert sum(c["calls"] for c in kwker.runtime_info()["counters"].values()) == 0
+    torch.sort(torch.randn(max(thr, 1)))
+    assert sum(c["calls"] for c in kwker.runtime_info()["counters"].values()) == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_torch_thread_count_caps_kwker(torch_ops, kind):
+    _install(torch_ops, kind)
+    saved = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        kwker.reset_counters()
+        torch.sort(torch.randn(300000))
+        used = max(c["max_threads"] for c in kwker.runtime_info()["counters"].values())
+        assert used == 1
+    finally:
+        torch.set_num_threads(saved)
+
+
+def test_import_reads_no_torch_and_status_works_without_it():
+    code = ("import sys, kwker.torch_ops as t; s = t.status(); "
+            "print('torch' in sys.modules, s['installed'], s['built_for_torch'] is not None)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=dict(os.environ)).stdout.split()
+    assert out == ["False", "False", "True"]
