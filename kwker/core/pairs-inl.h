@@ -111,7 +111,7 @@ template <class Codec, class W, int S> struct PairFinish {
       }
     } else {
       typedef K VK __attribute__((vector_size(8 * sizeof(K))));
-      auto key_of = [](auto w) { return __builtin_convertvector(w >> S, VK); };
+      auto key_of = [](const auto &w) { return __builtin_convertvector(w >> S, VK); };
       if (decode_words(c, q, v, m, mask, key_of)) fix_ambiguous(c, src, q, v, m);
     }
   }
@@ -132,7 +132,7 @@ template <class Codec> struct PairFinish64 {
     typedef K VK __attribute__((vector_size(8 * sizeof(K))));
     const int B = p.B;
     const uint64_t lo = p.base;
-    auto keys = [B, lo](auto w) {
+    auto keys = [B, lo](const auto &w) {
       return VK((((VU64(w) ^ kSign64) >> B) + lo) ^ kSign64);
     };
     if (decode_words(c, q, v, m, p.index_mask(), keys)) fix_ambiguous(c, src, q, v, m);

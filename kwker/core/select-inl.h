@@ -1,5 +1,5 @@
-// Top-k and k-th value of long rows by a sampled threshold: a sorted strided sample of the
-// row's keys gives a key t that at least k keys are expected not to exceed; one pass then
+// Top-k and k-th value of long rows by a sampled threshold: a strided sample of the row's keys
+// gives a key t that at least k keys are expected not to exceed; one pass then
 // collects the (key, index) words of the keys <= t (blocks without a candidate cost one
 // vectorised compare), and the selection runs on those few candidates only. When the sample
 // was wrong (fewer than k candidates) the row takes the full path: every key packed, then the
@@ -57,15 +57,25 @@ template <class Codec> inline int64_t cand_index(int64_t w) {
   return sizeof(typename Codec::K) <= 4 ? (w & int64_t(0xFFFFFFFF)) : w;
 }
 
-// Keys of a strided sample of row[0..n), sorted. S <= kSelectSamples.
+// Keys of a strided sample of row[0..n): about n / 64 of them, at least 256 and at most
+// kSelectSamples. Returns how many.
 template <class Codec>
-size_t sorted_sample(const Codec c, const typename Codec::T *row, size_t n,
-                     typename Codec::K *out) {
-  const size_t S = n / 8 < kSelectSamples ? n / 8 : kSelectSamples;
+size_t sample_keys(const Codec c, const typename Codec::T *row, size_t n, typename Codec::K *out) {
+  size_t S = n / 64;
+  S = S < 256 ? 256 : S > kSelectSamples ? kSelectSamples : S;
+  if (S > n / 8) S = n / 8;
   const size_t step = n / S;
   for (size_t s = 0; s < S; ++s) out[s] = c.enc(row[step * s + step / 2]);
-  intro_sort(out, S, LessNatural());
   return S;
+}
+
+// The r-th smallest of a[0..S) (0-based), by a selection (cheaper than sorting the sample,
+// which cost more than the whole candidate pass on rows of 50,000 keys). Reorders a.
+template <class K> K sample_at(K *a, size_t S, size_t r) {
+  select_k(a, S, r + 1, LessNatural());
+  K best = a[0];
+  for (size_t j = 1; j <= r; ++j) best = a[j] > best ? a[j] : best;
+  return best;
 }
 
 // Sample rank whose key about `rank` keys of the row do not exceed, with a margin of a few
@@ -77,32 +87,45 @@ inline long sample_rank(size_t rank, size_t n, size_t S, int dir) {
 
 // Appends to out the words of row[lo..hi) whose key lies in [t_lo, t_hi]; returns how many,
 // and adds to *below the count of keys < t_lo.
-template <class Codec>
+template <bool kBand, class Codec>
 size_t collect_band(const Codec c, const typename Codec::T *row, size_t lo, size_t hi,
                     typename Codec::K t_lo, typename Codec::K t_hi, int64_t *out,
                     size_t *below) {
   using K = typename Codec::K;
   alignas(64) K key[kSelectBlock];
+  alignas(64) uint8_t in[kSelectBlock];  // 1 where the key is a candidate
   size_t m = 0, b = 0;
   for (size_t s = lo; s < hi; s += kSelectBlock) {
     const size_t len = s + kSelectBlock < hi ? kSelectBlock : hi - s;
-    // Lane-wide accumulators (K, not bool or size_t) so that both loops vectorise.
+    // Separate simple loops, byte flags and a lane-wide counter: each of them vectorises.
     for (size_t j = 0; j < len; ++j) key[j] = c.enc(row[s + j]);
-    K hit = 0, under = 0;
-    for (size_t j = 0; j < len; ++j) {
-      hit |= K(K(key[j] >= t_lo) & K(key[j] <= t_hi));
-      under = K(under + K(key[j] < t_lo));
-    }
-    b += size_t(typename std::make_unsigned<K>::type(under));
-    if (!hit) continue;
     for (size_t j = 0; j < len; ++j)
-      if (key[j] >= t_lo && key[j] <= t_hi) {
-        if constexpr (sizeof(K) <= 4) out[m++] = pack32(key[j], s + j);
-        else out[m++] = int64_t(s + j);
+      in[j] = kBand ? uint8_t((key[j] >= t_lo) & (key[j] <= t_hi)) : uint8_t(key[j] <= t_hi);
+    for (size_t j = len; j < kSelectBlock; ++j) in[j] = 0;
+    if constexpr (kBand) {
+      K under = 0;
+      for (size_t j = 0; j < len; ++j) under = K(under + K(key[j] < t_lo));
+      b += size_t(typename std::make_unsigned<K>::type(under));
+    }
+    // Eight flags at a time: most words are zero; the others are compacted without branches.
+    for (size_t u = 0; u < kSelectBlock; u += 8) {
+      uint64_t word;
+      memcpy(&word, in + u, 8);
+      if (!word) continue;
+      for (size_t j = u; j < u + 8; ++j) {
+        if constexpr (sizeof(K) <= 4) out[m] = pack32(key[j], s + j);
+        else out[m] = int64_t(s + j);
+        m += in[j];
       }
+    }
   }
   *below += b;
   return m;
+}
+
+template <class Codec> constexpr typename Codec::K lowest_key() {
+  using K = typename Codec::K;
+  return K(K(1) << (8 * sizeof(K) - 1));
 }
 
 // Candidate words of the band of row[0..n) in work[0..m), collected by `parts` tasks (each
@@ -115,7 +138,9 @@ size_t collect_parallel(CallCtx &ctx, int parts, const Codec c, const typename C
   auto task = [&](int t) {
     const size_t lo = chunk_begin(n, parts, t), hi = chunk_begin(n, parts, t + 1);
     under[t] = 0;
-    got[t] = collect_band(c, row, lo, hi, t_lo, t_hi, work + lo, &under[t]);
+    got[t] = lowest_key<Codec>() == t_lo
+                 ? collect_band<false>(c, row, lo, hi, t_lo, t_hi, work + lo, &under[t])
+                 : collect_band<true>(c, row, lo, hi, t_lo, t_hi, work + lo, &under[t]);
   };
   if (parts > 1) parallel_tasks(ctx, parts, task);
   else task(0);
@@ -137,12 +162,13 @@ bool topk_by_threshold(CallCtx &ctx, int parts, const Codec c, const typename Co
                        size_t cols, size_t k, int64_t *idx, int64_t *work) {
   using K = typename Codec::K;
   K sample[kSelectSamples];
-  const size_t S = sorted_sample(c, row, cols, sample);
+  const size_t S = sample_keys(c, row, cols, sample);
   const long r = sample_rank(k, cols, S, +1);
   if (r >= long(S)) return false;
-  const K lowest = K(K(1) << (8 * sizeof(K) - 1));
+  const K lowest = lowest_key<Codec>();
   size_t below = 0;
-  const size_t m = collect_parallel(ctx, parts, c, row, cols, lowest, sample[r], work, &below);
+  const size_t m = collect_parallel(ctx, parts, c, row, cols, lowest,
+                                    sample_at(sample, S, size_t(r)), work, &below);
   if (m < k) return false;
   const CandLess<Codec> less{c, row};
   select_k(work, m, k, less);
@@ -174,10 +200,13 @@ int64_t kth_row(CallCtx &ctx, int parts, const Codec c, const typename Codec::T 
   const CandLess<Codec> less{c, row};
   if (cols >= kSelectMinCols) {
     K sample[kSelectSamples];
-    const size_t S = sorted_sample(c, row, cols, sample);
+    const size_t S = sample_keys(c, row, cols, sample);
     const long rlo = sample_rank(rank, cols, S, -1), rhi = sample_rank(rank + 1, cols, S, +1);
-    const K t_lo = rlo <= 0 ? K(K(1) << (8 * sizeof(K) - 1)) : sample[rlo];
-    const K t_hi = rhi >= long(S) ? K(~(K(1) << (8 * sizeof(K) - 1))) : sample[rhi];
+    // The upper rank first: its selection leaves the smaller keys in front for the lower one.
+    const K t_hi = rhi >= long(S) ? K(~(K(1) << (8 * sizeof(K) - 1)))
+                                  : sample_at(sample, S, size_t(rhi));
+    const K t_lo = rlo <= 0 ? lowest_key<Codec>()
+                            : sample_at(sample, rhi >= long(S) ? S : size_t(rhi) + 1, size_t(rlo));
     size_t below = 0;
     const size_t m = collect_parallel(ctx, parts, c, row, cols, t_lo, t_hi, work, &below);
     if (below <= rank && rank < below + m) {

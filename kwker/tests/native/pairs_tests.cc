@@ -88,7 +88,7 @@ void check_pairs_all(int dtype, const std::vector<uint8_t> &data, int64_t rows, 
 // low key bits and the fix-up must re-sort the prefix ties.
 std::vector<uint8_t> prefix_tie_keys(int dtype, int64_t n, uint64_t seed) {
   std::vector<uint8_t> raw = kwker::ref::generate(dtype, kwker::ref::kUniform, n, seed);
-  std::vector<uint64_t> v(size_t(n));
+  std::vector<uint64_t> v(static_cast<size_t>(n));
   std::memcpy(v.data(), raw.data(), raw.size());
   for (int64_t j = 0; j < n; j += 3) v[size_t(j)] = (v[size_t(j)] & ~uint64_t(0xFFFFF)) | 0x0F0F0;
   if (n > 1) v[0] = 0, v[1] = ~uint64_t(0) >> (dtype == KWKER_FLOAT64 ? 12 : 0);

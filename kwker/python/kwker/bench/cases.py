@@ -95,6 +95,8 @@ SECTIONS = {
     "10": "10. Rows of every length (axis=1, about 1e6 elements per call, default threads)",
     "11": "11. Small 1-D arrays (per call, many calls per sample)",
     "12": "12. Short segments (1-64 elements each, about 1e6 values per call)",
+    "13": "13. PyTorch: torch calls with kwker.torch_ops installed vs torch's own kernels, and "
+          "torch.compile(backend=\"kwker\") (2 threads)",
 }
 
 
@@ -339,10 +341,11 @@ def all_cases():
         _polars_sort_case("int32"),
     ]
     cases += [_engine_case(e, t) for t in (1, 2) for e in kwker.available_isas()]
-    from . import frame_cases
-    from .grid import grid_cases  # both build on this module's Case and data helpers
+    from . import frame_cases, torch_cases
+    from .grid import grid_cases  # these build on this module's Case and data helpers
     cases += frame_cases.cases()
     cases += grid_cases()
+    cases += torch_cases.cases()
     return cases
 
 

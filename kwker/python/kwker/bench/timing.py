@@ -6,7 +6,8 @@ A *timer* is anything with two methods:
     time(number)    `number` back-to-back calls with gc disabled; returns seconds per call
 
 `LocalTimer` wraps a Python callable; the AVX2-only baseline uses a timer that forwards to a
-child process (see `avx2.py`). Every sample runs `gc.collect()` first and keeps the garbage
+child process (see `avx2.py`). A callable with a `prepare()` method gets it called before each
+sample, outside the clock (the PyTorch rows switch kwker.torch_ops on or off there). Every sample runs `gc.collect()` first and keeps the garbage
 collector off while the clock runs. The runner calls `gc.freeze()` once after its imports, so
 that these collections only scan what the benchmark itself creates: with torch imported a full
 `gc.collect()` takes ~90 ms.
@@ -23,8 +24,14 @@ class LocalTimer:
     def __init__(self, fn):
         self.fn = fn
 
+    def _prepare(self):
+        prepare = getattr(self.fn, "prepare", None)
+        if prepare is not None:
+            prepare()
+
     def warm(self):
         fn = self.fn
+        self._prepare()
         gc.collect()
         t0 = perf_counter()
         fn()
@@ -32,6 +39,7 @@ class LocalTimer:
 
     def time(self, number):
         fn = self.fn
+        self._prepare()
         gc.collect()
         enabled = gc.isenabled()
         gc.disable()

@@ -1,0 +1,197 @@
+"""Section 13: PyTorch. The same torch call with kwker.torch_ops installed (the kwker side)
+and uninstalled (torch's own kernels), interleaved in the same run, torch and Kwker on 2
+threads; and torch.compile(backend="kwker") against Inductor and eager.
+
+Each timed callable switches the overrides on or off in its prepare() hook, outside the clock
+(bench/timing.py). The compiled operators are used where the wheel has them (the per-call row
+requires them); one row per implementation shows the Python-registered operators too.
+"""
+import contextlib
+import os
+import tempfile
+
+import numpy as np
+
+from .cases import Case, Competitor, Setup, _torch_threads, rng_for
+
+SECTION = "13"  # its title is in cases.SECTIONS
+_REQ = "torch"
+
+
+class _Switched:
+    """fn() with kwker.torch_ops installed (compiled or Python-registered) or uninstalled."""
+
+    def __init__(self, fn, installed, compiled=None):
+        self.fn, self.installed, self.compiled = fn, installed, compiled
+
+    def prepare(self):
+        import kwker.torch_ops as ops
+        if self.installed:
+            ops.install(compiled=self.compiled)
+        else:
+            ops.uninstall()
+
+    def __call__(self):
+        return self.fn()
+
+
+@contextlib.contextmanager
+def _torch_env(torch):
+    """2 torch threads, a private self-check cache, and nothing installed afterwards."""
+    import kwker.torch_ops as ops
+    old = os.environ.get("KWKER_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="kwker-bench-") as tmp:
+        os.environ["KWKER_CACHE_DIR"] = tmp
+        try:
+            with _torch_threads(torch, 2):
+                yield
+        finally:
+            ops.uninstall()
+            if old is None:
+                os.environ.pop("KWKER_CACHE_DIR", None)
+            else:
+                os.environ["KWKER_CACHE_DIR"] = old
+
+
+def _tensor(torch, cid, dtype, shape):
+    rng = rng_for(cid)
+    n = int(np.prod(shape))
+    if dtype in ("float16", "bfloat16", "float64"):
+        return torch.from_numpy(rng.random(n).reshape(shape)).to(getattr(torch, dtype))
+    if dtype == "float32":
+        a = rng.random(n, dtype=np.float32)
+    elif dtype == "bool":
+        a = rng.integers(0, 2, n).astype(bool)
+    else:
+        info = np.iinfo(dtype)
+        a = rng.integers(info.min, info.max, size=n, dtype=dtype, endpoint=True)
+    return torch.from_numpy(a.reshape(shape))
+
+
+def _op_case(cid, desc, dtype, shape_of, call, target, compiled=None, small=False, slow=False,
+             note=""):
+    """A torch call timed with the overrides on (kwker) and off (competitor)."""
+
+    def setup(sizes, mods):
+        torch = mods["torch"]
+        t = _tensor(torch, cid, dtype, shape_of(sizes))
+        fn = call(torch, t)
+        return Setup(kwker=_Switched(fn, True, compiled),
+                     competitors={"torch": _Switched(fn, False)}, ctx=_torch_env(torch))
+
+    impl = {None: "installed", True: "installed, compiled operators",
+            False: "installed, Python-registered operators"}[compiled]
+    return Case(cid, SECTION, dtype, f"{desc} with kwker.torch_ops {impl}",
+                [Competitor("torch", f"{desc}, torch's own kernel (kwker.torch_ops "
+                            "uninstalled)", target, requires=_REQ)],
+                setup, n=lambda s: int(np.prod(shape_of(s))),
+                shape=lambda s: "x".join(map(str, shape_of(s))), small=small, slow=slow,
+                note=note)
+
+
+def _vocab(sizes):
+    return (8, 50_000 if sizes.preset != "smoke" else 500)
+
+
+def _sampling_step(torch):
+    def step(logits):
+        v, i = torch.topk(logits / 0.8, 50, dim=-1)
+        p = torch.softmax(v, dim=-1)
+        return i.gather(-1, torch.argmax(p, dim=-1, keepdim=True)), p
+    return step
+
+
+def _mlp(torch):
+    gen = torch.Generator().manual_seed(0)
+    w1 = torch.randn(512, 1024, generator=gen) / 32
+    w2 = torch.randn(1024, 256, generator=gen) / 32
+
+    def mlp(x):
+        return torch.relu(x @ w1).mul(0.5).add(1.0) @ w2
+    return mlp
+
+
+def _compile_case(cid, desc, make_fn, shape_of, competitors, target):
+    """torch.compile(fn, backend="kwker") against the competitors' compiles of the same fn.
+    In the smoke preset (the test-suite) Inductor is replaced by eager, so that no row
+    compiles for half a minute: it checks the machinery only."""
+
+    def setup(sizes, mods):
+        torch = mods["torch"]
+        import kwker.torch_ops as ops
+        ops.uninstall()
+        smoke = sizes.preset == "smoke"
+        x = _tensor(torch, cid, "float32", shape_of(sizes))
+        fn = make_fn(torch)
+        cache = tempfile.mkdtemp(prefix="kwker-bench-dynamo-")
+        opts = {"cache_dir": cache}
+        if smoke:
+            opts["candidates"] = ["eager", "kwker"]
+        torch._dynamo.reset()
+        with torch.no_grad():
+            kw = torch.compile(fn, backend="kwker", options=opts, dynamic=False)
+            kw(x)  # timing of the candidates happens here, outside the measurement
+            comps = {}
+            for key in competitors:
+                backend = "eager" if key == "eager" or smoke else "inductor"
+                comps[key] = torch.compile(fn, backend=backend, dynamic=False)
+                comps[key](x)
+
+        def run(f):
+            def call():
+                with torch.no_grad():
+                    return f(x)
+            return call
+        return Setup(kwker=run(kw), competitors={k: run(f) for k, f in comps.items()},
+                     ctx=_torch_env(torch))
+
+    descs = {"inductor": "torch.compile(fn) (Inductor), kwker.torch_ops uninstalled",
+             "eager": "torch.compile(fn, backend='eager')"}
+    return Case(cid, SECTION, "float32", f"torch.compile(fn, backend='kwker'): {desc}",
+                [Competitor(k, descs[k], target, requires=_REQ) for k in competitors],
+                setup, n=lambda s: int(np.prod(shape_of(s))),
+                shape=lambda s: "x".join(map(str, shape_of(s))), slow=True)
+
+
+def cases():
+    big = lambda s: (s.n,)  # noqa: E731
+    out = [
+        _op_case("torch.sort/float32", "torch.sort(t)", "float32", big,
+                 lambda torch, t: lambda: torch.sort(t), 10.0, slow=True),
+        _op_case("torch.sort/int64", "torch.sort(t)", "int64", big,
+                 lambda torch, t: lambda: torch.sort(t), 2.0, slow=True),
+        _op_case("torch.topk100/float32", "torch.topk(t, 100)", "float32", big,
+                 lambda torch, t: lambda: torch.topk(t, 100), 5.0),
+        _op_case("torch.topk50/rows", "torch.topk(t, 50, dim=-1)", "float32", _vocab,
+                 lambda torch, t: lambda: torch.topk(t, 50, dim=-1), 2.0),
+        _op_case("torch.sort/dim1", "torch.sort(t, dim=1)", "float32",
+                 lambda s: (s.rows, s.cols), lambda torch, t: lambda: torch.sort(t, dim=1), 8.0,
+                 slow=True),
+        _op_case("torch.sort/small", "torch.sort(t) per call", "float32",
+                 lambda s: (s.small,), lambda torch, t: lambda: torch.sort(t), 3.0,
+                 compiled=True, small=True),
+        # Informational: the Python-registered operators, other entry points and dtypes.
+        _op_case("torch.sort/float32/python", "torch.sort(t)", "float32", big,
+                 lambda torch, t: lambda: torch.sort(t), None, compiled=False, slow=True),
+        _op_case("torch.sort/small/python", "torch.sort(t) per call", "float32",
+                 lambda s: (s.small,), lambda torch, t: lambda: torch.sort(t), None,
+                 compiled=False, small=True),
+        _op_case("torch.argsort/float32", "torch.argsort(t, stable=True)", "float32",
+                 lambda s: (s.n // 10,), lambda torch, t: lambda: torch.argsort(t, stable=True),
+                 None),
+        _op_case("torch.kthvalue/float32", "torch.kthvalue(t, n // 2)", "float32",
+                 lambda s: (s.n // 10,),
+                 lambda torch, t: lambda: torch.kthvalue(t, t.numel() // 2), None),
+        _op_case("torch.unique/int64", "torch.unique(t % 65536)", "int64",
+                 lambda s: (s.n // 10,),
+                 lambda torch, t: (lambda u: lambda: torch.unique(u))(t % 65536), None),
+        _compile_case("compile/topk-sampling", "top-k sampling step, batch 8, vocabulary "
+                      "50,000", _sampling_step, _vocab, ["inductor"], 1.5),
+        _compile_case("compile/mlp", "an MLP with no sort (within 5% of the faster)", _mlp,
+                      lambda s: (64, 512), ["inductor", "eager"], 0.95),
+    ]
+    out += [_op_case(f"torch.sort/{dt}/1e5", "torch.sort(t)", dt, lambda s: (s.n // 100,),
+                     lambda torch, t: lambda: torch.sort(t, descending=True), None)
+            for dt in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                       "uint64", "float16", "bfloat16", "float32", "float64")]
+    return out
