@@ -45,13 +45,22 @@ test-python:
 # Build real wheels and install them non-editable in a fresh environment, so a file missing
 # from a wheel fails here rather than on a user's machine.
 test-wheel:
-	rm -rf $(BUILD)/dist $(BUILD)/smoke-venv
+	rm -rf $(BUILD)/dist $(BUILD)/smoke-venv $(BUILD)/kwker-*.whl
 	$(PY) -m build --wheel --no-isolation --outdir $(BUILD)/dist kwker >/dev/null
 	@if [ -f compileiq/pyproject.toml ]; then $(PY) -m build --wheel --no-isolation --outdir $(BUILD)/dist compileiq >/dev/null; fi
 	python3 -m venv $(BUILD)/smoke-venv
 	$(BUILD)/smoke-venv/bin/python -m pip install -q --disable-pip-version-check $(BUILD)/dist/*.whl
 	cd /tmp && $(BUILD)/smoke-venv/bin/python $(CURDIR)/kwker/tests/smoke.py
 	@if [ -f compileiq/tests/smoke.py ]; then cd /tmp && $(BUILD)/smoke-venv/bin/python $(CURDIR)/compileiq/tests/smoke.py; fi
+	@# PyTorch: the wheel's compiled operators (built for this torch, version +torch2.M), then a
+	@# copy of the wheel claiming torch 2.12 (the doctor's mismatch warning). torch comes from
+	@# the project venv by symbolic links (kwker/tests/share_torch.py).
+	$(PY) kwker/tests/share_torch.py $(BUILD)/smoke-venv
+	cd /tmp && $(BUILD)/smoke-venv/bin/python $(CURDIR)/kwker/tests/smoke_torch.py
+	$(PY) kwker/tests/fake_torch_wheel.py $(BUILD)/dist/kwker-*.whl $(BUILD) >/dev/null
+	$(BUILD)/smoke-venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
+	  --force-reinstall $(BUILD)/kwker-*+torch2.12-*.whl
+	cd /tmp && $(BUILD)/smoke-venv/bin/python $(CURDIR)/kwker/tests/smoke_torch.py mismatch
 
 bench: setup
 	$(PY) -m kwker bench

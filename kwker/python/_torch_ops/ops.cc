@@ -329,7 +329,11 @@ std::tuple<Tensor &, Tensor &> o_kth_out(const Tensor &self, c10::SymInt k, int6
 std::tuple<Tensor, Tensor, Tensor> o_unique2(const Tensor &self, bool sorted,
                                              bool return_inverse, bool return_counts) {
   const int code = plain_code(self);
-  if (!sorted || code == kNoCode || self.numel() < g_threshold[kUnique][code])
+  // torch's unique sorts wide unsigned tensors of kRadixMin elements or more with its radix
+  // path, which raises: that error stays torch's.
+  const bool no_radix = code == KWKER_UINT16 || code == KWKER_UINT32 || code == KWKER_UINT64;
+  if (!sorted || code == kNoCode || self.numel() < g_threshold[kUnique][code] ||
+      (no_radix && self.numel() >= kRadixMin))
     return at::cpu::_unique2(self, sorted, return_inverse, return_counts);
   return k_unique(self, return_inverse, return_counts, true, at::get_num_threads());
 }

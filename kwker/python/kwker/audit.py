@@ -4,7 +4,9 @@
     audit.record("order", kwker.argsort(a))
 
 Under audit (which sets KWKER_AUDIT_OUT to a directory for each run) every call stores one
-value: a plain NumPy array as a .npy file, anything else pickled, each written to a temporary
+value: a plain NumPy array as a .npy file, anything else pickled (torch tensors, also inside
+lists, tuples and dicts, as their dtype, shape and raw bytes, so that audit compares them byte for
+byte: -0.0 and 0.0, or two NaN payloads, differ), each written to a temporary
 name and renamed into place, then listed in the directory's index.jsonl. Outside audit
 (KWKER_AUDIT_OUT unset or empty) record() does nothing, so a script runs the same either way.
 Only the audit parent reads these files. See docs/tools.md.
@@ -59,7 +61,31 @@ def record(name, value):
             os.close(fd)
 
 
+TENSOR_MARK = "kwker.audit.tensor"
+
+
+def _tensors_as_bytes(value, torch):
+    """value with every torch tensor (top level or inside lists, tuples, dicts) replaced by a
+    plain dict of its dtype, shape, device and bytes: comparable without torch, bit for bit."""
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu().contiguous()
+        data = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        return {TENSOR_MARK: 1, "dtype": str(value.dtype), "shape": list(value.shape),
+                "device": str(value.device), "data": data}
+    if isinstance(value, tuple):
+        return tuple(_tensors_as_bytes(v, torch) for v in value)
+    if isinstance(value, list):
+        return [_tensors_as_bytes(v, torch) for v in value]
+    if isinstance(value, dict):
+        return {k: _tensors_as_bytes(v, torch) for k, v in value.items()}
+    return value
+
+
 def _encode(name, value):
+    import sys
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        value = _tensors_as_bytes(value, torch)
     np = _numpy_if_loaded()
     if np is not None and type(value) is np.ndarray and not value.dtype.hasobject:
         return "npy", value

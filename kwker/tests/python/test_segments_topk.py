@@ -89,6 +89,27 @@ def test_topk(kw, rng):
                             np.testing.assert_array_equal(i, ri)
 
 
+def test_topk_of_long_rows_selects_by_threshold(kw, ref, rng):
+    # Rows of 2048 keys or more take the sampled-threshold selection (core/select-inl.h): the
+    # answer is still the first k of the stable order, on every engine, sorted or not, for
+    # ties, NaN and adversarial orders (sorted rows: the strided sample sees only part).
+    for dtype in ("float32", "float64", "int16", "uint8", "int64"):
+        for dist in ("uniform", "sorted", "reversed", "few", "nan_heavy"):
+            if dist == "nan_heavy" and np.dtype(dtype).kind != "f":
+                continue
+            a = np.stack([ref.make(dtype, dist, 5000, rng) for _ in range(3)])
+            for largest in (True, False):
+                full = np.stack([ref.argsort(r, descending=largest) for r in a])
+                for k in (1, 50, 625, 700):
+                    v, i = kw.topk(a, k, largest=largest)
+                    np.testing.assert_array_equal(i, full[:, :k], err_msg=f"{dtype} {dist} {k}")
+                    np.testing.assert_array_equal(ref.bits(v), ref.bits(
+                        np.take_along_axis(a, i, -1)))
+    one = ref.make("float32", "uniform", 300000, rng)  # one long row: the pass split in threads
+    v, i = kw.topk(one, 100)
+    np.testing.assert_array_equal(i, ref.argsort(one, descending=True)[:100])
+
+
 def test_topk_nans_picked_last(kw):
     a = np.array([np.nan, 1.0, np.nan, 3.0, 2.0])
     v, i = kw.topk(a, 4)

@@ -211,6 +211,7 @@ def test_what_kwker_does_not_take_goes_to_torch_with_its_errors(torch_ops, no_th
     calls = {
         "complex": lambda: torch.sort(torch.randn(10, dtype=torch.complex64)),
         "uint32 radix": lambda: torch.sort(wide),
+        "uint32 unique": lambda: torch.unique(wide),
         "bool topk": lambda: torch.topk(torch.ones(10, dtype=torch.bool), 2),
         "uint16 kthvalue": lambda: torch.kthvalue(wide[:50].to(torch.uint16), 2),
         "k too large": lambda: torch.topk(torch.randn(5), 6),
@@ -284,3 +285,23 @@ def test_import_reads_no_torch_and_status_works_without_it():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env=dict(os.environ)).stdout.split()
     assert out == ["False", "False", "True"]
+
+
+@pytest.mark.parametrize("backend", ["fast", "ctypes"])
+def test_kernels_through_either_backend(backend, no_thresholds):
+    from kwker import _backend
+    from kwker.torch_ops import _kernels as K
+    _backend.use(backend)
+    x = _mixed(torch.float32, (50, 3000), seed=9)
+    asc, desc = _stable_sort(x, 1), _stable_sort(x, 1, True)
+    v, i = K.sort(x, 1, False)
+    same(v, asc[0])
+    same(i, asc[1])
+    v, i = K.topk(x, 60, 1, True)
+    same(i, desc[1][:, :60].contiguous())
+    v, i = K.kthvalue(x, 1500, 1, False)
+    same(i, asc[1][:, 1499].contiguous())
+    u = K.unique(x.reshape(-1)[:100].abs(), True, True)
+    want = torch.unique(x.reshape(-1)[:100].abs(), return_inverse=True, return_counts=True)
+    for g, w in zip(u, want):
+        same(g, w)

@@ -84,9 +84,13 @@ def _op_case(cid, desc, dtype, shape_of, call, target, compiled=None, small=Fals
     return Case(cid, SECTION, dtype, f"{desc} with kwker.torch_ops {impl}",
                 [Competitor("torch", f"{desc}, torch's own kernel (kwker.torch_ops "
                             "uninstalled)", target, requires=_REQ)],
-                setup, n=lambda s: int(np.prod(shape_of(s))),
-                shape=lambda s: "x".join(map(str, shape_of(s))), small=small, slow=slow,
-                note=note)
+                setup, n=lambda s: int(np.prod(shape_of(s))), shape=_shape(shape_of), small=small,
+                slow=slow, note=note)
+
+
+def _shape(shape_of):
+    """The report's shape column, for 2-D inputs only."""
+    return lambda s: "x".join(map(str, shape_of(s))) if len(shape_of(s)) > 1 else None
 
 
 def _vocab(sizes):
@@ -149,8 +153,7 @@ def _compile_case(cid, desc, make_fn, shape_of, competitors, target):
              "eager": "torch.compile(fn, backend='eager')"}
     return Case(cid, SECTION, "float32", f"torch.compile(fn, backend='kwker'): {desc}",
                 [Competitor(k, descs[k], target, requires=_REQ) for k in competitors],
-                setup, n=lambda s: int(np.prod(shape_of(s))),
-                shape=lambda s: "x".join(map(str, shape_of(s))), slow=True)
+                setup, n=lambda s: int(np.prod(shape_of(s))), shape=_shape(shape_of), slow=True)
 
 
 def cases():

@@ -323,13 +323,25 @@ def _describe(v):
     import numpy as np
     if isinstance(v, np.ndarray):
         return f"ndarray dtype={v.dtype} shape={v.shape}"
+    if isinstance(v, dict) and v.get(_record.TENSOR_MARK):
+        return f"tensor dtype={v['dtype']} shape={tuple(v['shape'])} device={v['device']}"
     text = repr(v)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _first_index(a, b):
-    """First flat index where two same-dtype, same-shape plain arrays differ in bytes."""
+    """First flat index where two same-dtype, same-shape plain arrays (or recorded tensors)
+    differ in bytes."""
     import numpy as np
+    if isinstance(a, dict) and isinstance(b, dict) and a.get(_record.TENSOR_MARK) and \
+            b.get(_record.TENSOR_MARK) and (a["dtype"], a["shape"]) == (b["dtype"], b["shape"]):
+        n = int(np.prod(a["shape"])) if a["shape"] else 1
+        if not n or len(a["data"]) != len(b["data"]):
+            return None
+        a = np.frombuffer(a["data"], np.uint8).reshape(n, -1)
+        b = np.frombuffer(b["data"], np.uint8).reshape(n, -1)
+        diff = np.flatnonzero((a != b).any(axis=1))
+        return int(diff[0]) if diff.size else None
     if not (type(a) is type(b) is np.ndarray) or a.dtype != b.dtype or a.shape != b.shape:
         return None
     if a.dtype.hasobject or a.dtype.itemsize == 0 or a.size == 0:
@@ -365,7 +377,11 @@ def _compare_values(va, vb):
                      "kwker": _describe(x), "disabled": _describe(y)}
                 at = _first_index(x, y)
                 detail = f"with Kwker {d['kwker']}, with KWKER_DISABLE=1 {d['disabled']}"
-                if at is not None:
+                if at is not None and isinstance(x, dict):
+                    d["first_index"] = at
+                    detail = (f"tensor {x['dtype']} {tuple(x['shape'])} first differs at flat "
+                              f"index {at}")
+                elif at is not None:
                     d["first_index"] = at
                     ex, ey = x.reshape(-1)[at], y.reshape(-1)[at]
                     sx, sy = repr(ex), repr(ey)

@@ -48,8 +48,14 @@ def _check_ops(ops):
 def _choose(compiled):
     from . import _compiled, _python_ops
     if compiled is None:
-        ok, _ = _compiled.availability()
-        compiled = ok
+        compiled = _compiled.availability()[0]
+        if compiled:
+            try:
+                _compiled.load()
+            except RuntimeError as e:  # built for this torch, yet it did not load
+                warnings.warn(f"{e}; using the Python-registered operators", RuntimeWarning,
+                              stacklevel=5)
+                compiled = False
     if compiled:
         return "compiled", _compiled.CompiledOps, _compiled.CompiledKernels()
     return "python", _python_ops.PythonOps, _python_ops.PythonKernels()

@@ -72,6 +72,12 @@ def accepts_sort(t, dim, descending):
     return True
 
 
+def accepts_unique(t):
+    """torch.unique flattens and sorts with the same radix path: it raises for wide unsigned
+    tensors of RADIX_MIN elements or more, and so must the override."""
+    return _plain_cpu(t) and not (t.dtype in _NO_RADIX and t.numel() >= RADIX_MIN)
+
+
 def accepts_select(t, k, dim, lowest):
     """topk (lowest 0) and kthvalue (lowest 1): an int k with lowest <= k <= the dim's size."""
     d = _dim(t, dim) if t.dtype in SELECT_DTYPES and _plain_cpu(t) else None

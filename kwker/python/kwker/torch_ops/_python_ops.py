@@ -115,7 +115,7 @@ def _unique_kernels(thr):
 
     def unique2(keyset, self, sorted=True, return_inverse=False, return_counts=False):
         code = _CODES.get(self.dtype)
-        if sorted and code is not None and self.numel() >= thr[code] and K._plain_cpu(self):
+        if sorted and code is not None and self.numel() >= thr[code] and K.accepts_unique(self):
             return K.unique(self, return_inverse, return_counts)
         return op.redispatch(keyset.remove(_BS), self, sorted, return_inverse, return_counts)
 
