@@ -28,10 +28,18 @@ import kwker
 from kwker import _runtime as rt
 
 BIG = 1 << 40  # a knob value that no input reaches
+# Keys one register network holds, per engine and key width: lanes x 16 registers
+# (core/simd-inl.h, core/simd16-inl.h); the portable engine sorts 16 scalars.
+CAPACITY = {"avx512": {16: 512, 32: 256, 64: 128}, "avx2": {16: 256, 32: 128, 64: 64},
+            "sse4.2": {16: 128, 32: 64, 64: 32}, "portable": {16: 16, 32: 16, 64: 16}}
 
 
-def sample(fn, min_time=0.02):
+MIN_TIME, REPEATS = 0.02, 5  # --smoke lowers both (a check of the machinery, not a measurement)
+
+
+def sample(fn, min_time=None):
     """Thread CPU seconds per call of fn, looped to last at least min_time."""
+    min_time = MIN_TIME if min_time is None else min_time
     fn()
     loops, t = 1, 0.0
     while True:
@@ -44,10 +52,10 @@ def sample(fn, min_time=0.02):
         loops *= 2 if t <= 0 else max(2, int(min_time / t * 1.3))
 
 
-def compare(fn, a, b, repeats=5):
+def compare(fn, a, b):
     """Median seconds per call of fn() under knob settings a and b (dicts), interleaved."""
     ta, tb = [], []
-    for _ in range(repeats):
+    for _ in range(REPEATS):
         for knobs, out in ((a, ta), (b, tb)):
             with rt.tuning(**knobs):
                 out.append(sample(fn))
@@ -146,10 +154,12 @@ def measure_engine(engine, args, log):
         note(knob, largest_winning(worst), "general/tiny per size (worst dtype): " + fmt(worst))
 
     # One register network vs the general path (quicksort / packed quicksort).
-    for width, dtype, knob in ((32, "int32", "sort_network_max_32"),
-                               (64, "int64", "sort_network_max_64")):
-        cap = 256 if width == 32 else 128
-        cap = {"avx512": cap, "avx2": cap // 2, "sse4.2": cap // 4, "portable": 16}[engine]
+    # Float dtypes: their keys need encoding, which is where the register path differs from
+    # the general one (for integers both end in the same network).
+    for width, dtype, knob in ((16, "float16", "sort_network_max_16"),
+                               (32, "float32", "sort_network_max_32"),
+                               (64, "float64", "sort_network_max_64")):
+        cap = CAPACITY[engine][width]
         pts = m.rows("sort", dtype, network_sizes(cap, 9), lambda n: {knob: BIG, "sort_tiny_max": 8},
                      lambda n: dict(off))
         note(knob, largest_winning(pts), "general/network: " + fmt(pts))
@@ -167,10 +177,11 @@ def measure_engine(engine, args, log):
             note(f"sort_pair_min_{width}", 0, "no vector networks on this engine")
             note(f"sort_pair_max_{width}", 0, "no vector networks on this engine")
 
-    for knob, dtype, cap in (("argsort_network_max_16", "int16", 256),
-                             ("argsort_network_max_32", "float32", 128),
-                             ("argsort_network_max_64", "float64", 128)):
-        cap = {"avx512": cap, "avx2": cap // 2, "sse4.2": cap // 4, "portable": 16}[engine]
+    # Packed argsort words: 32 bits for 16-bit keys, 64 bits otherwise.
+    for knob, dtype, width in (("argsort_network_max_16", "int16", 32),
+                               ("argsort_network_max_32", "float32", 64),
+                               ("argsort_network_max_64", "float64", 64)):
+        cap = CAPACITY[engine][width]
         pts = m.rows("argsort", dtype, network_sizes(cap, 9),
                      lambda n: {knob: BIG, "argsort_tiny_max": 8},
                      lambda n: {knob: 0, "argsort_tiny_max": 0})
@@ -191,10 +202,8 @@ def measure_engine(engine, args, log):
     # 16-bit counting sorts vs the widened quicksort / packed argsort.
     for op, knob in (("sort", "count16_sort_min"), ("argsort", "count16_argsort_min")):
         pts = []
-        for n in (10_000, 30_000, 60_000, 100_000, 200_000, 350_000, 600_000, 1_000_000):
-            if op == "argsort" and n > 65_536:
-                pts.append((n, pts[-1][1] if pts else 1.0))
-                continue
+        for n in ((10_000, 30_000, 60_000, 65_536, 65_537, 100_000, 200_000, 350_000, 600_000,
+                   1_000_000) if REPEATS > 1 else (10_000, 65_537)):
             a = data("int16", n, rng)
             t_count, t_other = compare(one_call(op, a), {knob: 0}, {knob: BIG})
             pts.append((n, t_other / t_count))
@@ -203,13 +212,13 @@ def measure_engine(engine, args, log):
 
     # LSD radix (one or two passes) vs the packed quicksort for 64-bit argsort, by key range.
     pts = []
-    n = 1_000_000
+    n = 1_000_000 if REPEATS > 1 else 20_000
     for bits in (6, 8, 10, 11, 12, 14, 16, 22):
         a = rng.integers(0, 1 << bits, size=n, dtype=np.int64)
         t_radix, t_packed = compare(one_call("argsort", a), {"radix64_argsort_max_bits": 64},
                                     {"radix64_argsort_max_bits": 0})
         pts.append((bits, t_packed / t_radix))
-    note("radix64_argsort_max_bits", largest_winning(pts, 1.0),
+    note("radix64_argsort_max_bits", largest_winning(pts),
          "packed/radix by key bits (n = 1e6): " + fmt(pts))
     kwker.set_isa(None)
     return res
@@ -243,7 +252,12 @@ def main(argv=None):
                    help="keys per timed call of the per-size measurements (default 200000)")
     p.add_argument("--out", help="also write the Markdown table to this file")
     p.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    p.add_argument("--smoke", action="store_true",
+                   help="one short sample per point: checks the script, measures nothing")
     args = p.parse_args(argv)
+    if args.smoke:
+        global MIN_TIME, REPEATS
+        MIN_TIME, REPEATS, args.total = 0.0, 1, 2_000
     engines = args.engines.split(",") if args.engines else kwker.available_isas()[::-1]
     for e in engines:
         if e not in kwker.available_isas():
