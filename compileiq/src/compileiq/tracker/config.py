@@ -22,6 +22,11 @@ class TrackerConfig(BaseModel):
     type: TrackerTypes
     enqueue: bool = True
 
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type_by_value(cls, v):
+        return TrackerTypes(v) if isinstance(v, str) else v  # "loguru" as well as TrackerTypes.LOGURU
+
 
 class DisabledTrackerConfig(TrackerConfig):
     type: Literal[TrackerTypes.DISABLED] = TrackerTypes.DISABLED

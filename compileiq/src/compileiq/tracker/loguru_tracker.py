@@ -1,8 +1,11 @@
 """LoguruTracker: the search as loguru records, in our own sinks only.
 
 NVIDIA's tracker calls ``logger.remove()``, which also removes every sink the user's program had
-added; ours adds its sinks with ids, filters them to this tracker's records and removes exactly
-those at cleanup.
+added, and then logs through the global logger. Ours logs through a logger of its own (its own
+handler set, built like loguru's ``bind`` builds loggers), so the tracker's records never reach the
+user's sinks (loguru's default stderr sink would print a line per candidate) and the user's
+records never reach the tracker's files. If that ever fails with a future loguru, the tracker falls
+back to the global logger with sinks filtered to its own records.
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ def _loguru():
         from loguru import logger
     except ImportError as exc:  # pragma: no cover - loguru is a dependency of the tracker extra
         raise ImportError("LoguruTrackerConfig needs loguru: pip install loguru") from exc
-    return logger
+    try:
+        from loguru._logger import Core, Logger
+        return Logger(Core(), *logger._options)  # no handlers: only the ones this tracker adds
+    except Exception:  # pragma: no cover - a loguru whose internals changed
+        return logger
 
 
 def _is_console(sink) -> bool:
