@@ -13,11 +13,10 @@ the baseline candidate (param_id "baseline", params BASELINE_CONFIG = {}).
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Iterable, Mapping
 
 from .backends import BackendCandidate
-from .errors import ConfigurationError, SearchSpaceExhaustedWarning
+from .errors import ConfigurationError, SearchSpaceExhaustedError
 from .utils.validation import BASELINE_CONFIG, Score
 from .worker.base import BASELINE_ID, Worker
 
@@ -44,8 +43,10 @@ class AskTell:
             out.append(Candidate(pid, p))
         return out
 
-    def _settle(self, scores: list[Score], rows: dict | None = None) -> list[list[Score]]:
-        """Mark ``scores`` told; tell the engine every batch now complete; the completed batches' Scores."""
+    def _settle(self, scores: list[Score], rows: dict | None = None, track: bool = True) -> list[list[Score]]:
+        """Mark ``scores`` told; tell the engine every batch now complete; the completed batches' Scores.
+
+        ``track``: report each completed batch to the tracker (ask/tell; start() reports its own)."""
         for s in scores:
             entry = self._pending.pop(s.param_id, None)
             if entry is None or entry[2] < 0:
@@ -62,7 +63,10 @@ class AskTell:
             self.engine.tell(batch["genos"], [None if s.failure == "discarded" else self._oriented(s) for s in told])
             del self._batches[b]
             self._generation += 1
-            completed.append([s for s in told if s.failure != "discarded"])
+            done = [s for s in told if s.failure != "discarded"]
+            completed.append(done)
+            if track:
+                self._tracking.batch(batch["generation"], done, self.k)
         return completed
 
     # -- ask ------------------------------------------------------------------------------------------
@@ -77,6 +81,11 @@ class AskTell:
                                         or num_samples < 1):
             raise ValueError(f"ask(num_samples={num_samples!r}): num_samples must be an int >= 1, or None for "
                              f"one generation of pool_size={self.search_config.pool_size}")
+        if not self._tracking_started:  # ask/tell: the tracker's run begins with the first ask, ends at close()
+            self._tracking_started = True
+            self._checks.start()  # the compilers are hashed once, as start() does
+            self._tracking.search_starts(search_config=self.search_config.model_dump(), seed=self.seed,
+                                         engine=self.engine_options["engine"])
         out: list[Candidate] = []
         if self.search_config.normalize and self._baseline is None and BASELINE_ID not in self._pending:
             self._pending[BASELINE_ID] = (None, BASELINE_CONFIG, -1)
@@ -92,8 +101,9 @@ class AskTell:
             if genos:
                 out.extend(self._issue(genos))
         if not out:
-            warnings.warn("the search space holds no candidate that was not asked already", SearchSpaceExhaustedWarning,
-                          stacklevel=2)
+            raise SearchSpaceExhaustedError(
+                f"ask: the search space holds no candidate that was not asked already (it has {self.space.size:,} "
+                "distinct candidates, all handed out); stop asking, or search a larger space")
         return out
 
     @property

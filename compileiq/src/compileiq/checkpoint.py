@@ -222,7 +222,9 @@ class CheckpointMixin:
             raise CheckpointError(text + ". Restore with the search space, engine and configuration of the original run")
         if allow or _env.unsafe_checkpoint_mismatch():
             import warnings
-            warnings.warn(text + " (restored anyway: allow_unsafe_provenance_mismatch)", UserWarning, stacklevel=3)
+            from .errors import CheckpointCompatibilityWarning
+            warnings.warn(text + " (restored anyway: allow_unsafe_provenance_mismatch)", CheckpointCompatibilityWarning,
+                          stacklevel=3)
             return
         raise CheckpointError(text + ". Restore with the configuration of the original run, or pass "
                               "allow_unsafe_provenance_mismatch=True to continue with this one")

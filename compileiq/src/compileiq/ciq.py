@@ -30,13 +30,14 @@ from .backends import resolve_engine
 from .checkpoint import CheckpointMixin
 from .configuration import SearchConfiguration
 from .engines.base import Engine, EngineSettings, make_engine
-from .errors import ConfigurationError, SearchFailedError, SearchSpaceExhaustedWarning, WorkerCapabilityWarning
+from .errors import (CheckpointCompatibilityWarning, ConfigurationError, SearchFailedError,  # noqa: F401 (NVIDIA's
+                     SearchSpaceExhaustedWarning, WorkerCapabilityWarning)                  # names, importable here)
 from .results.csv_io import column_order, write_csv
 from .results.search_result import SearchResult
 from .space.space import SearchSpace
 from .tracker import TrackerDriver, make_tracker
 from .types import WorkerTypes
-from .utils.validation import BASELINE_CONFIG, INVALID_SCORE, Score, is_invalid
+from .utils.validation import BASELINE_CONFIG, INVALID_SCORE, Score, is_invalid, metadata_dict
 from .worker.base import BASELINE_ID, LOG_ONLY_MARKER, Worker
 
 log = logging.getLogger("compileiq")
@@ -143,6 +144,7 @@ class Search(AskTell, CheckpointMixin):
         self._resubmit: list = []              # param_ids a restored checkpoint hands out again first
         self._baseline: Score | None = None
         self._eval_worker: Worker | None = None
+        self._tracking_started = False  # ask/tell mode: search_starts sent on the first ask
         if self._resume is not None:
             self._rows.extend(self._resume.rows)
             self._baseline = self._resume.baseline
@@ -312,6 +314,7 @@ class Search(AskTell, CheckpointMixin):
         console_budget = [CONSOLE_TRACEBACKS]
         totals = {"evaluated": 0, "failed": 0}
         error = None
+        self._tracking_started = True
         self._tracking.search_starts(search_config=cfg.model_dump(), engine=self.engine_options["engine"],
                                      seed=self.seed)
         try:
@@ -409,7 +412,7 @@ class Search(AskTell, CheckpointMixin):
         self._checks.after_batch()
         if gen == 0 and self.exit_on_failure and batch and all(s.invalid for s in batch):
             raise SearchFailedError(first_generation_diagnosis(batch, self.k, task_timeout, run, self.space))
-        self._settle(batch)
+        self._settle(batch, track=False)
         if gen == 0:
             self._checks.first_generation(batch)
         self._last_batch = batch
@@ -424,10 +427,16 @@ class Search(AskTell, CheckpointMixin):
         return [self.space.decode(g) for g in eng.initial(num_samples)]
 
     def close(self) -> None:
-        """Stop the worker processes ``evaluate`` keeps between calls (also done at exit)."""
+        """End an ask/tell session: stop the worker processes ``evaluate`` keeps between calls (also
+        done at exit) and close the tracker's run. start() does this itself."""
         if self._eval_worker is not None:
             self._eval_worker.close()
             self._eval_worker = None
+        if self._tracking_started and self._tracking.active:
+            rows = [r for r in self._rows if not metadata_dict(r.get("metadata")).get("baseline")]
+            failed = sum(1 for r in rows if any(r.get(f"score_{i + 1}") == INVALID_SCORE for i in range(self.k)))
+            self._tracking.search_ends(evaluated=len(rows), failed=failed)
+            self._tracking.close()
 
 
 __all__ = ["Search", "Candidate", "SearchConfiguration", "INVALID_SCORE", "BASELINE_CONFIG"]

@@ -79,7 +79,7 @@ class SearchConfiguration(BaseModel):
     normalize: bool = Field(False, description="divide every score by the baseline's (BASELINE_CONFIG)")
     num_objectives: int = Field(1, description="how many numbers the objective returns")
     generations: int | None = Field(None, validate_default=True, description="generations to run (required)")
-    pool_size: int | None = Field(None, description="candidates per generation; None: max(2*num_objectives + 1, 32)")
+    pool_size: int | None = Field(None, description="candidates per generation; None: max(2 * num_objectives + 1, 32)")
     cull_size: int | None = Field(None, description="parents kept per generation; None: derived from pool_size")
     mutate_rate: float = Field(0.25, description="mutation rate in (0, 1)")
     objective_weights: list[float] | None = Field(None, description="one weight per objective, summing to 1")

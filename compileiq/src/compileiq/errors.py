@@ -37,6 +37,10 @@ class SearchSpaceExhaustedError(CompileIQError, RuntimeError):
     """ask() found no candidate that was not handed out before (NVIDIA 1.1's name; start() warns instead)."""
 
 
+class CheckpointCompatibilityWarning(UserWarning):
+    """A checkpoint restored into a search whose configuration differs (allow_unsafe_provenance_mismatch)."""
+
+
 class CheckpointError(CompileIQError, ValueError):
     """A checkpoint that cannot be written or restored (wrong file, other search, unsupported engine)."""
 

@@ -94,6 +94,15 @@ def test_tell_refuses_what_it_cannot_record():
         search.ask(num_samples=0)
 
 
+def test_ask_raises_when_the_space_is_used_up():
+    from compileiq.backends import SearchSpaceExhaustedError
+    search = Search(objective, {"a": ss.range(0, 4)}, SearchConfiguration(generations=3, pool_size=6), worker_type="manual")
+    first = search.ask()
+    assert len(first) == 5  # the whole space
+    with pytest.raises(SearchSpaceExhaustedError, match="all handed out"):
+        search.ask()
+
+
 def test_evaluate_returns_scores_for_tell_and_teaches_the_engine_nothing():
     search = Search(objective, SPACE, SearchConfiguration(generations=2, pool_size=8, seed=5),
                     worker_type=SequentialWorker)

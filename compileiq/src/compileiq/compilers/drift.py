@@ -111,7 +111,7 @@ class CompilerWatch:
         return {w.name: w.describe() for w in self.watched}
 
     def check(self) -> list[str]:
-        """One sentence per compiler whose binary changed (or vanished) since the run began."""
+        """One sentence per compiler whose binary changed (or vanished) since the last check."""
         changes = []
         for w in self.watched:
             stats = [_stat(p) for p in w.chain]
@@ -125,8 +125,10 @@ class CompilerWatch:
             if digest == w.sha256 and now[-1] == w.binary:
                 w.stats = stats  # touched or copied back unchanged: not drift
                 continue
-            changes.append(f"{w.name}: {w.path} was {w.binary} (sha256 {w.sha256[:16]}) when the search started and is "
+            changes.append(f"{w.name}: {w.path} was {w.binary} (sha256 {w.sha256[:16]}) and is "
                            f"now {now[-1]} (sha256 {digest[:16]})")
+            # from now on the rows record the new binary (a run that goes on after a warning shows both)
+            w.chain, w.sha256, w.stats = now, digest, [_stat(p) for p in now]
         return changes
 
 
