@@ -356,6 +356,7 @@ class Search(AskTell, CheckpointMixin):
         if genos is None:
             cands = [Candidate(pid, p) for pid, (_, p, b) in self._pending.items() if b >= 0]
             self._resubmit = []
+            gen = min((self._batches[b]["generation"] for _, _, b in self._pending.values() if b >= 0), default=gen)
         else:
             cands = self._issue(genos)
         by_id: dict[Any, Score] = {}

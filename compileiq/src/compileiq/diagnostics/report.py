@@ -159,7 +159,8 @@ def _check_objective(loaded: Loaded, o: ObjectiveTable, problem_type: str, found
         # a stall or a zero CV would only restate this; the cache is the cause to fix first
         _flag(found, "IDENTICAL_SCORES", detail, name)
         return
-    repeats = repeated_measurements(loaded, o.column, problem_type)
+    # raw scores, not normalised ones: a normalised baseline is 1.0 by construction, however noisy it was
+    repeats = repeated_measurements(loaded, name, problem_type)
     detail = rules.high_variance(repeats, name)
     if detail:
         _flag(found, "HIGH_VARIANCE", detail, name)
