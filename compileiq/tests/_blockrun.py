@@ -228,3 +228,23 @@ class PageRun:
             return "fail", (f"{block.id}: exit status {proc.returncode}\n--- block ---\n{block.code}"
                             f"--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-4000:]}")
         return "ok", proc.stdout
+
+
+def page_runs(root: Path, blocks_by_page: dict[str, list[Block]]):
+    """A getter page -> PageRun, each page's folder made on first use under ``root``."""
+    runs: dict[str, PageRun] = {}
+
+    def get(page: str) -> PageRun:
+        if page not in runs:
+            runs[page] = PageRun(page, blocks_by_page[page], root)
+        return runs[page]
+    return get
+
+
+def check_block(block: Block, runs) -> None:
+    """Run ``block`` (after the earlier blocks of its page): pass, skip with the reason, or fail with the output."""
+    import pytest
+    state, detail = runs(block.page).run(block)
+    if state == "skip":
+        pytest.skip(detail)
+    assert state == "ok", detail

@@ -8,7 +8,7 @@ reason, ``file=NAME`` blocks are written and syntax-checked, ``text`` blocks are
 from __future__ import annotations
 
 import pytest
-from _blockrun import KNOWN_LANGS, PRODUCT_ROOT, PageRun, parse_blocks, runnable
+from _blockrun import KNOWN_LANGS, PRODUCT_ROOT, check_block, page_runs, parse_blocks, runnable
 
 PAGES = {p.relative_to(PRODUCT_ROOT).as_posix(): p.read_text(encoding="utf-8")
          for p in [PRODUCT_ROOT / "README.md", *sorted((PRODUCT_ROOT / "docs").glob("*.md"))]}
@@ -17,23 +17,13 @@ RUNNABLE = runnable([b for bs in BLOCKS.values() for b in bs])
 
 
 @pytest.fixture(scope="session")
-def page_runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("doc-blocks")
-    runs: dict[str, PageRun] = {}
-
-    def get(page: str) -> PageRun:
-        if page not in runs:
-            runs[page] = PageRun(page, BLOCKS[page], root)
-        return runs[page]
-    return get
+def doc_runs(tmp_path_factory):
+    return page_runs(tmp_path_factory.mktemp("doc-blocks"), BLOCKS)
 
 
 @pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
-def test_block_runs(block, page_runs):
-    state, detail = page_runs(block.page).run(block)
-    if state == "skip":
-        pytest.skip(detail)
-    assert state == "ok", detail
+def test_block_runs(block, doc_runs):
+    check_block(block, doc_runs)
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _blockrun import KNOWN_LANGS, PageRun, block_env, parse_blocks, runnable
+from _blockrun import KNOWN_LANGS, block_env, check_block, page_runs, parse_blocks, runnable
 
 from compileiq import skills
 
@@ -33,22 +33,12 @@ RUNNABLE = runnable([b for bs in BLOCKS.values() for b in bs])
 
 @pytest.fixture(scope="session")
 def skill_runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("skill-blocks")
-    runs: dict[str, PageRun] = {}
-
-    def get(skill: str) -> PageRun:
-        if skill not in runs:
-            runs[skill] = PageRun(skill, BLOCKS[skill], root)
-        return runs[skill]
-    return get
+    return page_runs(tmp_path_factory.mktemp("skill-blocks"), BLOCKS)
 
 
 @pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
 def test_block_runs(block, skill_runs):
-    state, detail = skill_runs(block.page).run(block)
-    if state == "skip":
-        pytest.skip(detail)
-    assert state == "ok", detail
+    check_block(block, skill_runs)
 
 
 # -- the skills themselves ------------------------------------------------------------------------------
