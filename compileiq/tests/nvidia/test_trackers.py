@@ -47,8 +47,9 @@ def test_loguru_file_sink_gets_every_candidate_the_console_only_generations(tmp_
 
 # MLflow's own store code trips SQLAlchemy 2.1's deprecation of `noload`: theirs to fix, not a finding here
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_mlflow_sqlite_store_holds_the_run(tmp_path):
+def test_mlflow_sqlite_store_holds_the_run(tmp_path, monkeypatch):
     pytest.importorskip("mlflow")
+    monkeypatch.chdir(tmp_path)  # MLflow puts run artifacts in ./mlruns: never in the source tree
     from mlflow.tracking import MlflowClient
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     cfg = MLflowTrackerConfig(tracking_uri=uri, experiment_name="ciq-test", run_name="r1", description="unit test",
