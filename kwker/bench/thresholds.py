@@ -17,6 +17,7 @@ samples of at least 20 ms.
 """
 import argparse
 import json
+import math
 import platform
 import statistics
 import sys
@@ -96,6 +97,20 @@ def largest_winning(points, threshold=0.97):
     return best
 
 
+def largest_on_balance(points):
+    """For knobs whose two paths are close (both end in sorting networks): the largest n at
+    which the knob's path is not slower on balance over every size up to n (geometric mean of
+    the ratios >= 0.97: within noise, the short path is preferred, having no per-call setup)
+    and not clearly slower at n itself (>= 0.9). Robust to one noisy point, and to sizes where
+    one path is better only on even or odd lengths."""
+    best, log_sum = 0, 0.0
+    for i, (n, r) in enumerate(points):
+        log_sum += math.log(r)
+        if log_sum / (i + 1) >= math.log(0.97) and r >= 0.9:
+            best = n
+    return best
+
+
 def smallest_winning_tail(points, threshold=1.0):
     """The smallest n from which the ratio stays above threshold at every larger size."""
     best = None
@@ -151,7 +166,7 @@ def measure_engine(engine, args, log):
         for dtype in ("int32", "float64"):
             pts.append(m.rows(op, dtype, range(2, 9), lambda n: {knob: 8}, lambda n: {knob: 0}))
         worst = [(n, min(p[i][1] for p in pts)) for i, n in enumerate(range(2, 9))]
-        note(knob, largest_winning(worst), "general/tiny per size (worst dtype): " + fmt(worst))
+        note(knob, largest_on_balance(worst), "general/tiny per size (worst dtype): " + fmt(worst))
 
     # One register network vs the general path (quicksort / packed quicksort).
     # Float dtypes: their keys need encoding, which is where the register path differs from
@@ -162,7 +177,7 @@ def measure_engine(engine, args, log):
         cap = CAPACITY[engine][width]
         pts = m.rows("sort", dtype, network_sizes(cap, 9), lambda n: {knob: BIG, "sort_tiny_max": 8},
                      lambda n: dict(off))
-        note(knob, largest_winning(pts), "general/network: " + fmt(pts))
+        note(knob, largest_on_balance(pts), "general/network: " + fmt(pts))
         # Two networks and a merge layer, above one network's capacity.
         if engine != "portable":
             lo_k, hi_k = f"sort_pair_min_{width}", f"sort_pair_max_{width}"
@@ -185,7 +200,7 @@ def measure_engine(engine, args, log):
         pts = m.rows("argsort", dtype, network_sizes(cap, 9),
                      lambda n: {knob: BIG, "argsort_tiny_max": 8},
                      lambda n: {knob: 0, "argsort_tiny_max": 0})
-        note(knob, largest_winning(pts), "general/network: " + fmt(pts))
+        note(knob, largest_on_balance(pts), "general/network: " + fmt(pts))
 
     # Presorted detection: its cost on random input, where it never pays.
     pts = []
