@@ -233,18 +233,52 @@ def measure_engine(engine, args, log):
         t_radix, t_packed = compare(one_call("argsort", a), {"radix64_argsort_max_bits": 64},
                                     {"radix64_argsort_max_bits": 0})
         pts.append((bits, t_packed / t_radix))
-    note("radix64_argsort_max_bits", largest_winning(pts),
+    note("radix64_argsort_max_bits", largest_on_balance(pts),
          "packed/radix by key bits (n = 1e6): " + fmt(pts))
     kwker.set_isa(None)
     return res
 
 
-def markdown(results, env):
-    lines = ["# Measured algorithm thresholds", "",
-             f"Machine: {env['cpu']}; kwker {env['kwker']}; NumPy {env['numpy']}; "
-             f"Python {env['python']}; measured {env['when']} with "
-             "`python kwker/bench/thresholds.py` (one thread, thread CPU time, medians of 5 "
-             "interleaved samples).", "",
+def parse_table(text):
+    """The results of a table this script wrote: (environment line, {engine: {knob: row}})."""
+    import re
+    results, engine, env_line = {}, None, ""
+    for line in text.splitlines():
+        if line.startswith("Machine:"):
+            env_line = line
+        m = re.match(r"## (\S+)$", line)
+        if m:
+            engine = results.setdefault(m.group(1), {})
+        m = re.match(r"\| `(\w+)` \| (\d+) \| (\d+) \| (.*) \|$", line)
+        if m and engine is not None:
+            engine[m.group(1)] = {"measured": int(m.group(2)), "in_code": int(m.group(3)),
+                                  "evidence": m.group(4)}
+    return env_line, results
+
+
+def refresh(path):
+    """Rewrites the *in code* column of a committed table from the library, keeping the
+    measurements: the step after copying measured values into core/tuning-inl.h."""
+    with open(path) as f:
+        env_line, results = parse_table(f.read())
+    for engine, res in results.items():
+        if engine not in kwker.available_isas():
+            continue
+        with kwker.config(isa=engine):
+            for knob, r in res.items():
+                r["in_code"] = rt.get_tuning(knob)
+    text = markdown(results, None, env_line)
+    with open(path, "w") as f:
+        f.write(text + "\n")
+
+
+def markdown(results, env, env_line=None):
+    if env_line is None:
+        env_line = (f"Machine: {env['cpu']}; kwker {env['kwker']}; NumPy {env['numpy']}; "
+                    f"Python {env['python']}; measured {env['when']} with "
+                    "`python kwker/bench/thresholds.py` (one thread, thread CPU time, medians "
+                    "of 5 interleaved samples).")
+    lines = ["# Measured algorithm thresholds", "", env_line, "",
              "The *in code* column is the engine's compiled default (core/tuning-inl.h); "
              "`tests/python/test_thresholds.py` checks that it matches the library. Ratios in "
              "the evidence column are the time of the alternative path over the time of the "
@@ -269,7 +303,13 @@ def main(argv=None):
     p.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
     p.add_argument("--smoke", action="store_true",
                    help="one short sample per point: checks the script, measures nothing")
+    p.add_argument("--refresh", metavar="TABLE",
+                   help="rewrite only the 'in code' column of TABLE from the library (after "
+                        "copying the measured values into core/tuning-inl.h) and exit")
     args = p.parse_args(argv)
+    if args.refresh:
+        refresh(args.refresh)
+        return 0
     if args.smoke:
         global MIN_TIME, REPEATS
         MIN_TIME, REPEATS, args.total = 0.0, 1, 2_000
