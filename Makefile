@@ -7,7 +7,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 BUILD := $(CURDIR)/build
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup demo test test-native test-python test-wheel bench clean
+.PHONY: setup demo test test-native test-python test-wheel bench bench-native clean
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -64,6 +64,30 @@ test-wheel:
 
 bench: setup
 	$(PY) -m kwker bench
+
+# Kwker's C API against Highway's vqsort, ips4o, pdqsort and std::sort (Debian packages), in
+# one C++ program, with the libkwker of BENCH_BASELINE (a checkout of that commit) built beside
+# this one and timed in the same run. Not part of `make test`. BENCH_ARGS= for the full run
+# (with 1e8; about an hour on 2 cores); the default --quick takes under 5 minutes.
+BENCH_BASELINE ?= 339cb58
+BENCH_ARGS ?= --quick
+bench-native:
+	@NEED=""; for p in libhwy-dev libips4o-dev pdqsort-dev; do \
+	  dpkg -s $$p >/dev/null 2>&1 || NEED="$$NEED $$p"; done; \
+	if [ -n "$$NEED" ]; then SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$NEED >/dev/null; fi
+	cmake -S kwker -B $(BUILD)/native -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD)/native --target kwker
+	rm -rf $(BUILD)/baseline-src && mkdir -p $(BUILD)/baseline-src
+	git archive $(BENCH_BASELINE) kwker | tar -x -C $(BUILD)/baseline-src
+	cmake -S $(BUILD)/baseline-src/kwker -B $(BUILD)/baseline -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD)/baseline --target kwker
+	cmake -S kwker/bench/native -B $(BUILD)/bench-native -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD)/bench-native
+	$(BUILD)/bench-native/kwker_native_bench --kwker $(BUILD)/native/libkwker.so=kwker \
+	  --kwker $(BUILD)/baseline/libkwker.so=kwker-prev $(BENCH_ARGS) \
+	  --json $(BUILD)/bench-native/result.json | tee $(BUILD)/bench-native/result.md
+	python3 kwker/bench/native/report.py $(BUILD)/bench-native/result.json | tee -a $(BUILD)/bench-native/result.md
 
 clean:
 	rm -rf $(BUILD) kwker/build

@@ -1,6 +1,10 @@
 import logging
+import sys
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # shared test helpers (_blockrun) import by name
 
 
 @pytest.fixture(autouse=True)

@@ -169,3 +169,22 @@ def test_controls_helpers_round_trip(tmp_path):
     with pytest.raises(ValueError, match="not a hex string"):
         save_compiler_config(tmp_path / "d", "xyz")
     assert not (tmp_path / "d").exists()
+
+
+def test_loguru_tracker_example(tmp_path, monkeypatch):
+    """NVIDIA's examples/loguru_tracker.py: a file sink at DEBUG."""
+    pytest.importorskip("loguru")
+    import compileiq.search_spaces.base as ss
+    from compileiq.types import LoguruTrackerConfig
+    monkeypatch.chdir(tmp_path)
+    tracker_config = LoguruTrackerConfig(sink=["tracker.log"], level="DEBUG")
+    tuner = Search(objective_function=lambda c: c["x"] ** 2 + c["y"],
+                   search_space={"x": ss.range(start=1.0, end=20.0, step=0.5), "y": ss.choice([1, 2, 3])},
+                   tracker_config=tracker_config, disable_progress_bar=True,
+                   search_config=SearchConfiguration(pool_size=10, generations=2, mutate_rate=0.5, problem_type="min"))
+    results = tuner.start()
+    log = (tmp_path / "tracker.log").read_text()
+    assert results.get_best_result()["score_1"] >= 2 and log.count("-> score") == 20 and "generation 0 started" in log
+
+
+# NVIDIA's examples/mlflow_tracker.py: its equivalent is tests/nvidia/test_trackers.py::test_mlflow_sqlite_store_holds_the_run

@@ -17,6 +17,7 @@ samples of at least 20 ms.
 """
 import argparse
 import json
+import math
 import platform
 import statistics
 import sys
@@ -28,10 +29,18 @@ import kwker
 from kwker import _runtime as rt
 
 BIG = 1 << 40  # a knob value that no input reaches
+# Keys one register network holds, per engine and key width: lanes x 16 registers
+# (core/simd-inl.h, core/simd16-inl.h); the portable engine sorts 16 scalars.
+CAPACITY = {"avx512": {16: 512, 32: 256, 64: 128}, "avx2": {16: 256, 32: 128, 64: 64},
+            "sse4.2": {16: 128, 32: 64, 64: 32}, "portable": {16: 16, 32: 16, 64: 16}}
 
 
-def sample(fn, min_time=0.02):
+MIN_TIME, REPEATS = 0.02, 5  # --smoke lowers both (a check of the machinery, not a measurement)
+
+
+def sample(fn, min_time=None):
     """Thread CPU seconds per call of fn, looped to last at least min_time."""
+    min_time = MIN_TIME if min_time is None else min_time
     fn()
     loops, t = 1, 0.0
     while True:
@@ -44,10 +53,10 @@ def sample(fn, min_time=0.02):
         loops *= 2 if t <= 0 else max(2, int(min_time / t * 1.3))
 
 
-def compare(fn, a, b, repeats=5):
+def compare(fn, a, b):
     """Median seconds per call of fn() under knob settings a and b (dicts), interleaved."""
     ta, tb = [], []
-    for _ in range(repeats):
+    for _ in range(REPEATS):
         for knobs, out in ((a, ta), (b, tb)):
             with rt.tuning(**knobs):
                 out.append(sample(fn))
@@ -85,6 +94,20 @@ def largest_winning(points, threshold=0.97):
         if r < threshold:
             break
         best = n
+    return best
+
+
+def largest_on_balance(points):
+    """For knobs whose two paths are close (both end in sorting networks): the largest n at
+    which the knob's path is not slower on balance over every size up to n (geometric mean of
+    the ratios >= 0.97: within noise, the short path is preferred, having no per-call setup)
+    and not clearly slower at n itself (>= 0.9). Robust to one noisy point, and to sizes where
+    one path is better only on even or odd lengths."""
+    best, log_sum = 0, 0.0
+    for i, (n, r) in enumerate(points):
+        log_sum += math.log(r)
+        if log_sum / (i + 1) >= math.log(0.97) and r >= 0.9:
+            best = n
     return best
 
 
@@ -143,16 +166,18 @@ def measure_engine(engine, args, log):
         for dtype in ("int32", "float64"):
             pts.append(m.rows(op, dtype, range(2, 9), lambda n: {knob: 8}, lambda n: {knob: 0}))
         worst = [(n, min(p[i][1] for p in pts)) for i, n in enumerate(range(2, 9))]
-        note(knob, largest_winning(worst), "general/tiny per size (worst dtype): " + fmt(worst))
+        note(knob, largest_on_balance(worst), "general/tiny per size (worst dtype): " + fmt(worst))
 
     # One register network vs the general path (quicksort / packed quicksort).
-    for width, dtype, knob in ((32, "int32", "sort_network_max_32"),
-                               (64, "int64", "sort_network_max_64")):
-        cap = 256 if width == 32 else 128
-        cap = {"avx512": cap, "avx2": cap // 2, "sse4.2": cap // 4, "portable": 16}[engine]
+    # Float dtypes: their keys need encoding, which is where the register path differs from
+    # the general one (for integers both end in the same network).
+    for width, dtype, knob in ((16, "float16", "sort_network_max_16"),
+                               (32, "float32", "sort_network_max_32"),
+                               (64, "float64", "sort_network_max_64")):
+        cap = CAPACITY[engine][width]
         pts = m.rows("sort", dtype, network_sizes(cap, 9), lambda n: {knob: BIG, "sort_tiny_max": 8},
                      lambda n: dict(off))
-        note(knob, largest_winning(pts), "general/network: " + fmt(pts))
+        note(knob, largest_on_balance(pts), "general/network: " + fmt(pts))
         # Two networks and a merge layer, above one network's capacity.
         if engine != "portable":
             lo_k, hi_k = f"sort_pair_min_{width}", f"sort_pair_max_{width}"
@@ -167,14 +192,15 @@ def measure_engine(engine, args, log):
             note(f"sort_pair_min_{width}", 0, "no vector networks on this engine")
             note(f"sort_pair_max_{width}", 0, "no vector networks on this engine")
 
-    for knob, dtype, cap in (("argsort_network_max_16", "int16", 256),
-                             ("argsort_network_max_32", "float32", 128),
-                             ("argsort_network_max_64", "float64", 128)):
-        cap = {"avx512": cap, "avx2": cap // 2, "sse4.2": cap // 4, "portable": 16}[engine]
+    # Packed argsort words: 32 bits for 16-bit keys, 64 bits otherwise.
+    for knob, dtype, width in (("argsort_network_max_16", "int16", 32),
+                               ("argsort_network_max_32", "float32", 64),
+                               ("argsort_network_max_64", "float64", 64)):
+        cap = CAPACITY[engine][width]
         pts = m.rows("argsort", dtype, network_sizes(cap, 9),
                      lambda n: {knob: BIG, "argsort_tiny_max": 8},
                      lambda n: {knob: 0, "argsort_tiny_max": 0})
-        note(knob, largest_winning(pts), "general/network: " + fmt(pts))
+        note(knob, largest_on_balance(pts), "general/network: " + fmt(pts))
 
     # Presorted detection: its cost on random input, where it never pays.
     pts = []
@@ -191,10 +217,8 @@ def measure_engine(engine, args, log):
     # 16-bit counting sorts vs the widened quicksort / packed argsort.
     for op, knob in (("sort", "count16_sort_min"), ("argsort", "count16_argsort_min")):
         pts = []
-        for n in (10_000, 30_000, 60_000, 100_000, 200_000, 350_000, 600_000, 1_000_000):
-            if op == "argsort" and n > 65_536:
-                pts.append((n, pts[-1][1] if pts else 1.0))
-                continue
+        for n in ((10_000, 30_000, 60_000, 65_536, 65_537, 100_000, 200_000, 350_000, 600_000,
+                   1_000_000) if REPEATS > 1 else (10_000, 65_537)):
             a = data("int16", n, rng)
             t_count, t_other = compare(one_call(op, a), {knob: 0}, {knob: BIG})
             pts.append((n, t_other / t_count))
@@ -203,24 +227,58 @@ def measure_engine(engine, args, log):
 
     # LSD radix (one or two passes) vs the packed quicksort for 64-bit argsort, by key range.
     pts = []
-    n = 1_000_000
+    n = 1_000_000 if REPEATS > 1 else 20_000
     for bits in (6, 8, 10, 11, 12, 14, 16, 22):
         a = rng.integers(0, 1 << bits, size=n, dtype=np.int64)
         t_radix, t_packed = compare(one_call("argsort", a), {"radix64_argsort_max_bits": 64},
                                     {"radix64_argsort_max_bits": 0})
         pts.append((bits, t_packed / t_radix))
-    note("radix64_argsort_max_bits", largest_winning(pts, 1.0),
+    note("radix64_argsort_max_bits", largest_on_balance(pts),
          "packed/radix by key bits (n = 1e6): " + fmt(pts))
     kwker.set_isa(None)
     return res
 
 
-def markdown(results, env):
-    lines = ["# Measured algorithm thresholds", "",
-             f"Machine: {env['cpu']}; kwker {env['kwker']}; NumPy {env['numpy']}; "
-             f"Python {env['python']}; measured {env['when']} with "
-             "`python kwker/bench/thresholds.py` (one thread, thread CPU time, medians of 5 "
-             "interleaved samples).", "",
+def parse_table(text):
+    """The results of a table this script wrote: (environment line, {engine: {knob: row}})."""
+    import re
+    results, engine, env_line = {}, None, ""
+    for line in text.splitlines():
+        if line.startswith("Machine:"):
+            env_line = line
+        m = re.match(r"## (\S+)$", line)
+        if m:
+            engine = results.setdefault(m.group(1), {})
+        m = re.match(r"\| `(\w+)` \| (\d+) \| (\d+) \| (.*) \|$", line)
+        if m and engine is not None:
+            engine[m.group(1)] = {"measured": int(m.group(2)), "in_code": int(m.group(3)),
+                                  "evidence": m.group(4)}
+    return env_line, results
+
+
+def refresh(path):
+    """Rewrites the *in code* column of a committed table from the library, keeping the
+    measurements: the step after copying measured values into core/tuning-inl.h."""
+    with open(path) as f:
+        env_line, results = parse_table(f.read())
+    for engine, res in results.items():
+        if engine not in kwker.available_isas():
+            continue
+        with kwker.config(isa=engine):
+            for knob, r in res.items():
+                r["in_code"] = rt.get_tuning(knob)
+    text = markdown(results, None, env_line)
+    with open(path, "w") as f:
+        f.write(text + "\n")
+
+
+def markdown(results, env, env_line=None):
+    if env_line is None:
+        env_line = (f"Machine: {env['cpu']}; kwker {env['kwker']}; NumPy {env['numpy']}; "
+                    f"Python {env['python']}; measured {env['when']} with "
+                    "`python kwker/bench/thresholds.py` (one thread, thread CPU time, medians "
+                    "of 5 interleaved samples).")
+    lines = ["# Measured algorithm thresholds", "", env_line, "",
              "The *in code* column is the engine's compiled default (core/tuning-inl.h); "
              "`tests/python/test_thresholds.py` checks that it matches the library. Ratios in "
              "the evidence column are the time of the alternative path over the time of the "
@@ -243,7 +301,18 @@ def main(argv=None):
                    help="keys per timed call of the per-size measurements (default 200000)")
     p.add_argument("--out", help="also write the Markdown table to this file")
     p.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    p.add_argument("--smoke", action="store_true",
+                   help="one short sample per point: checks the script, measures nothing")
+    p.add_argument("--refresh", metavar="TABLE",
+                   help="rewrite only the 'in code' column of TABLE from the library (after "
+                        "copying the measured values into core/tuning-inl.h) and exit")
     args = p.parse_args(argv)
+    if args.refresh:
+        refresh(args.refresh)
+        return 0
+    if args.smoke:
+        global MIN_TIME, REPEATS
+        MIN_TIME, REPEATS, args.total = 0.0, 1, 2_000
     engines = args.engines.split(",") if args.engines else kwker.available_isas()[::-1]
     for e in engines:
         if e not in kwker.available_isas():

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <mutex>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -19,9 +20,20 @@
 
 namespace kwker {
 std::atomic<unsigned> g_algos{KWKER_ALGO_ALL};
-std::string &backend_name() {
+// The caller's backend name, set by the Python layer and read by runtime info, possibly from
+// different threads at once (free-threaded Python): every access holds the lock. Leaked, so
+// calls during process exit stay valid.
+std::mutex &backend_mu() {
+  static std::mutex *mu = new std::mutex();
+  return *mu;
+}
+std::string &backend_name_locked() {
   static std::string *name = new std::string("c");
   return *name;
+}
+std::string backend_name() {
+  std::lock_guard<std::mutex> lk(backend_mu());
+  return backend_name_locked();
 }
 }  // namespace kwker
 
@@ -358,7 +370,8 @@ KWKER_API int kwker_reset_counters(void) {
 KWKER_API int kwker_set_backend_name(const char *name) {
   if (!name || !*name)
     return set_error(KWKER_E_INVALID_ARGUMENT, "set_backend_name: name must be a non-empty string");
-  backend_name() = name;
+  std::lock_guard<std::mutex> lk(backend_mu());
+  backend_name_locked() = name;
   return KWKER_OK;
 }
 

@@ -29,21 +29,19 @@ KWKER_VQ_INLINE __m128i shuf16_128(const Shuf16 &s) {
   return _mm_loadu_si128(reinterpret_cast<const __m128i *>(s.b));
 }
 
-// Buffered partial access (no 16-bit masked load/store below AVX-512BW).
-template <class V, size_t W, class Load, class Store>
-struct Partial16 {
-  static KWKER_VQ_INLINE V load(const int16_t *p, size_t n, Load ld) {
-    int16_t buf[W];
-    for (size_t i = 0; i < W; ++i) buf[i] = Limits<int16_t>::kMax;
-    memcpy(buf, p, n * sizeof(int16_t));
-    return ld(buf);
+// Partial access through a small buffer: no 16-bit masked load/store below AVX-512BW.
+#define KWKER_PARTIAL16_VIA_BUFFER                                  \
+  static KWKER_VQ_INLINE V load_partial(const T *p, size_t n) {    \
+    T buf[W];                                                      \
+    for (size_t i = 0; i < W; ++i) buf[i] = Limits<T>::kMax;       \
+    memcpy(buf, p, n * sizeof(T));                                 \
+    return load(buf);                                              \
+  }                                                                \
+  static KWKER_VQ_INLINE void store_partial(T *p, V v, size_t n) { \
+    T buf[W];                                                      \
+    store(buf, v);                                                 \
+    memcpy(p, buf, n * sizeof(T));                                 \
   }
-  static KWKER_VQ_INLINE void store(int16_t *p, V v, size_t n, Store st) {
-    int16_t buf[W];
-    st(buf, v);
-    memcpy(p, buf, n * sizeof(int16_t));
-  }
-};
 #endif
 
 #if defined(__AVX512F__)
@@ -102,12 +100,7 @@ template <> struct Ops<int16_t> {
   static KWKER_VQ_INLINE V load(const T *p) { return _mm256_loadu_si256((const __m256i *)p); }
   static KWKER_VQ_INLINE void store(T *p, V v) { _mm256_storeu_si256((__m256i *)p, v); }
   static KWKER_VQ_INLINE V set1(T x) { return _mm256_set1_epi16(x); }
-  static KWKER_VQ_INLINE V load_partial(const T *p, size_t n) {
-    return Partial16<V, W, V (*)(const T *), void (*)(T *, V)>::load(p, n, &load);
-  }
-  static KWKER_VQ_INLINE void store_partial(T *p, V v, size_t n) {
-    Partial16<V, W, V (*)(const T *), void (*)(T *, V)>::store(p, v, n, &store);
-  }
+  KWKER_PARTIAL16_VIA_BUFFER
   static KWKER_VQ_INLINE void minmax(V a, V b, V &mn, V &mx) {
     mn = _mm256_min_epi16(a, b);
     mx = _mm256_max_epi16(a, b);
@@ -145,12 +138,7 @@ template <> struct Ops<int16_t> {
   static KWKER_VQ_INLINE V load(const T *p) { return _mm_loadu_si128((const __m128i *)p); }
   static KWKER_VQ_INLINE void store(T *p, V v) { _mm_storeu_si128((__m128i *)p, v); }
   static KWKER_VQ_INLINE V set1(T x) { return _mm_set1_epi16(x); }
-  static KWKER_VQ_INLINE V load_partial(const T *p, size_t n) {
-    return Partial16<V, W, V (*)(const T *), void (*)(T *, V)>::load(p, n, &load);
-  }
-  static KWKER_VQ_INLINE void store_partial(T *p, V v, size_t n) {
-    Partial16<V, W, V (*)(const T *), void (*)(T *, V)>::store(p, v, n, &store);
-  }
+  KWKER_PARTIAL16_VIA_BUFFER
   static KWKER_VQ_INLINE void minmax(V a, V b, V &mn, V &mx) {
     mn = _mm_min_epi16(a, b);
     mx = _mm_max_epi16(a, b);
@@ -167,6 +155,10 @@ template <> struct Ops<int16_t> {
     return _mm_blend_epi16(_mm_min_epi16(v, w), _mm_max_epi16(v, w), mask);
   }
 };
+#endif
+
+#if defined(KWKER_PARTIAL16_VIA_BUFFER)
+#undef KWKER_PARTIAL16_VIA_BUFFER
 #endif
 
 }  // namespace vq

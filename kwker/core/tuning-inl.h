@@ -14,16 +14,16 @@ namespace KWKER_ENGINE_NS {
 // 16/32/64; sort tiny, argsort tiny; presorted; counting 16 sort, argsort; radix64 bits.
 #if defined(__AVX512F__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    512, 256, 128, 700, 1024, 380, 512, 170, 256, 256, 128, 128, 8, 8, 256, 350000, 60000, 11};
+    512, 256, 128, 640, 1024, 416, 512, 192, 256, 256, 128, 128, 7, 8, 256, 600000, 65537, 10};
 #elif defined(__AVX2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    256, 128, 64, 350, 512, 190, 256, 85, 128, 128, 64, 64, 8, 8, 256, 350000, 60000, 11};
+    256, 128, 64, 448, 512, 256, 256, 104, 128, 128, 64, 64, 7, 7, 256, 350000, 60000, 11};
 #elif defined(__SSE4_2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    128, 64, 32, 175, 256, 95, 128, 40, 64, 64, 32, 32, 8, 8, 256, 350000, 60000, 11};
+    128, 64, 32, 192, 256, 128, 128, 0, 0, 64, 32, 32, 7, 7, 256, 100000, 30000, 22};
 #else
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    16, 16, 16, 0, 0, 0, 0, 0, 0, 16, 16, 16, 8, 8, 256, 350000, 60000, 11};
+    16, 16, 16, 0, 0, 0, 0, 0, 0, 16, 16, 16, 8, 8, 16384, 10000, 10000, 22};
 #endif
 
 inline int64_t tuned(tune::Knob k) {

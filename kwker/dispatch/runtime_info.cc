@@ -16,7 +16,7 @@
 
 namespace kwker {
 extern std::atomic<unsigned> g_algos;
-std::string &backend_name();
+std::string backend_name();
 
 int copy_out(const std::string &doc, char *buf, size_t cap, size_t *needed) {
   if (needed) *needed = doc.size() + 1;

@@ -30,6 +30,19 @@ def _shape(message: str) -> str:
     return _HEX.sub("<hex>", _TMP.sub(tempfile.gettempdir() + "/<tmp>", message))
 
 
+SHOWN = 3  # distinct causes quoted per kind; the rest are counted, so every failure is accounted for
+
+
+def _top(counter: Counter) -> str:
+    """The SHOWN most common entries with their counts, and "and N more (x M)" for the rest."""
+    common = counter.most_common()
+    text = "; ".join(f"{v} (x{n})" for v, n in common[:SHOWN])
+    rest = common[SHOWN:]
+    if rest:
+        text += f"; and {len(rest)} more (x{sum(n for _, n in rest)})"
+    return text
+
+
 def first_generation_diagnosis(batch: list[Score], k: int, task_timeout, run, space=None) -> str:
     kinds = Counter(s.failure or "invalid" for s in batch)
     parts = [f"every candidate of the first generation ({len(batch)}) scored INVALID_SCORE "
@@ -38,12 +51,12 @@ def first_generation_diagnosis(batch: list[Score], k: int, task_timeout, run, sp
     fmt = [s for s in batch if s.failure == "format"]
     if fmt:
         shapes = Counter(f"{type(s.raw).__name__} {s.raw!r}"[:80] for s in fmt)
-        parts.append("Return values not in expected format: " + "; ".join(f"{v} (x{n})" for v, n in shapes.most_common(3)))
+        parts.append("Return values not in expected format: " + _top(shapes))
         advice.append(f"fix the return shape: {format_rule(k)}")
     exc = [s for s in batch if s.failure == "exception"]
     if exc:
         msgs = Counter(_shape(_last_line(s.error)) for s in exc)
-        parts.append("Exceptions raised by the objective: " + "; ".join(f"{m} (x{n})" for m, n in msgs.most_common(3)))
+        parts.append("Exceptions raised by the objective: " + _top(msgs))
         if any("fromhex" in (s.error or "") for s in exc):
             advice.append("replace the legacy bytes.fromhex(config) pattern with "
                           "compileiq.utils.helpers.save_compiler_config(path, config)")
@@ -58,7 +71,7 @@ def first_generation_diagnosis(batch: list[Score], k: int, task_timeout, run, sp
         advice.append("raise task_timeout above what one clean compile and run takes")
     crash = [s for s in batch if s.failure in ("crash", "heartbeat")]
     if crash:
-        parts.append("Worker processes died: " + "; ".join(dict.fromkeys(_last_line(s.error) for s in crash[:3])))
+        parts.append("Worker processes died: " + _top(Counter(_shape(_last_line(s.error)) for s in crash)))
         advice.append("run the objective in the parent (worker_type=SequentialWorker) to see where it crashes")
     inv = [s for s in batch if s.failure in ("invalid", "nonfinite", None)]
     if inv:

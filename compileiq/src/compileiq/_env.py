@@ -40,8 +40,29 @@ def process_mode(default: str = "forkserver") -> str:
     return raw
 
 
+_TRUE = ("1", "yes", "true", "on")
+_FALSE = ("", "0", "no", "false", "off")
+
+
+def env_bool(name: str) -> bool:
+    """An on/off variable: 1/yes/true/on or 0/no/false/off (any case; unset or empty: off)."""
+    raw = os.environ.get(name, "").strip()
+    if raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    raise ConfigurationError(f"{name}={raw!r} is not an on/off value; use {name}=1 (or yes/true/on) to turn it on, "
+                             f"{name}=0 (or no/false/off, or unset it) to turn it off")
+
+
 def keep_cache() -> bool:
-    return os.environ.get("CIQ_KEEP_CACHE", "").strip().lower() in ("1", "yes", "true", "on")
+    """CIQ_KEEP_CACHE: keep the per-run folder (run log, failing candidates) after the run."""
+    return env_bool("CIQ_KEEP_CACHE")
+
+
+def unsafe_checkpoint_mismatch() -> bool:
+    """CIQ_UNSAFE_ALLOW_CHECKPOINT_PROVENANCE_MISMATCH: restore a checkpoint into another configuration."""
+    return env_bool("CIQ_UNSAFE_ALLOW_CHECKPOINT_PROVENANCE_MISMATCH")
 
 
 def cache_root(cache_folder: str | os.PathLike | None = None) -> Path:

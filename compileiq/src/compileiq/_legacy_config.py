@@ -1,52 +1,115 @@
-"""Read the legacy ``.config`` search configuration: an s-expression of ``(key . value)`` lines.
+"""The legacy ``.config`` search configuration: an s-expression of ``(key . value)`` lines.
 
-Older CompileIQ scripts pass a path to such a file; ``#t``/``#f`` are booleans, ``seek_minimum``
-stands for problem_type, and ``qualitative`` is the inverse of normalize.
+Older CompileIQ scripts pass a path to such a file. ``;`` starts a comment, ``#t``/``#f`` are
+booleans, strings are double-quoted, lists are ``((0.5 0.5))`` or ``("a" "b")``;
+``seek_minimum`` stands for problem_type and ``qualitative`` is the inverse of normalize.
+``SearchConfiguration.from_legacy`` / ``to_legacy`` are the public entry points.
 """
 
 from __future__ import annotations
 
 import re
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from .errors import ConfigurationError
-from .types import SearchConfiguration
 
-_PAIR = re.compile(r"\(\s*([A-Za-z_][\w-]*)\s*\.\s*([^()]*?)\s*\)")
+_KEY = re.compile(r"\(\s*([A-Za-z_][\w-]*)\s+\.\s+")
+_ATOM = re.compile(r'"[^"]*"|[^\s()]+')
 
 
-def _value(raw: str):
+def _atom(raw: str) -> Any:
     if raw in ("#t", "#true"):
         return True
     if raw in ("#f", "#false"):
         return False
-    try:
-        return int(raw)
-    except ValueError:
-        pass
-    try:
-        return float(raw)
-    except ValueError:
-        return raw.strip('"')
+    if raw.startswith('"') and raw.endswith('"'):
+        return raw[1:-1]
+    for conv in (int, float):
+        try:
+            return conv(raw)
+        except ValueError:
+            pass
+    return raw
 
 
-def read_legacy_config(path) -> SearchConfiguration:
+def _value(raw: str) -> Any:
+    raw = raw.strip()
+    if raw.startswith("("):
+        return [_atom(a) for a in _ATOM.findall(raw.replace("(", " ").replace(")", " "))]
+    return _atom(raw)
+
+
+def _pairs(text: str) -> dict:
+    """Every ``(key . value)``; the value runs to the parenthesis that closes the pair."""
+    out, pos = {}, 0
+    while (m := _KEY.search(text, pos)) is not None:
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        out[m.group(1).replace("-", "_")] = _value(text[m.end():i - 1])
+        pos = i
+    return out
+
+
+def parse_legacy(path) -> tuple[dict, Path]:
+    """(fields, path): the file's pairs with seek_minimum / qualitative turned into our field names."""
     p = Path(path)
     if not p.is_file():
-        raise ConfigurationError(f"search_config={str(path)!r}: no such file (a legacy .config file or a SearchConfiguration)")
-    text = p.read_text(errors="replace")
-    pairs = {k.replace("-", "_"): _value(v) for k, v in _PAIR.findall(text)}
+        raise ConfigurationError(f"search_config={str(path)!r}: no such file (give a legacy .config file, a "
+                                 "SearchConfiguration or a dict of its fields)")
+    text = "\n".join(line.split(";", 1)[0] for line in p.read_text(errors="replace").splitlines())
+    pairs = _pairs(text)
     if not pairs:
         raise ConfigurationError(f"{p}: no (key . value) pairs found; is this a legacy CompileIQ .config file?")
-    d = {}
+    out = {}
     for k, v in pairs.items():
         if k == "seek_minimum":
-            d["problem_type"] = "min" if v else "max"
+            out["problem_type"] = "min" if v is True else "max"
         elif k == "qualitative":
-            d["normalize"] = not v
+            out["normalize"] = (not v) if isinstance(v, bool) else v
         else:
-            d[k] = v
+            out[k] = v
+    return out, p
+
+
+def _render(v: Any) -> str:
+    if isinstance(v, bool):
+        return "#t" if v else "#f"
+    if isinstance(v, str):
+        return f'"{v}"'
+    if isinstance(v, (list, tuple)):
+        if v and all(isinstance(x, str) for x in v):
+            return "(" + " ".join(f'"{x}"' for x in v) + ")"
+        return "((" + " ".join(str(x) for x in v) + "))"
+    return str(v)
+
+
+def render_legacy(cfg, path=None) -> str:
     try:
-        return SearchConfiguration.from_dict(d)
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"{p}: {exc}") from None
+        ours = version("compileiq")
+    except PackageNotFoundError:
+        ours = "unknown"
+    lines = [f";written by compileiq {ours} (SearchConfiguration.to_legacy)", ""]
+    for key, val in cfg.model_dump().items():
+        if val is None:
+            continue
+        if key == "problem_type":
+            lines.append(f"(seek_minimum . {_render(val == 'min')})")
+        elif key == "normalize":
+            lines.append(f"(qualitative . {_render(not val)})")
+        else:
+            lines.append(f"({key} . {_render(val)})")
+    text = "\n".join(lines) + "\n"
+    if path is not None:
+        from .utils.fs import atomic_write
+        atomic_write(Path(path), text)
+    return text
+
+
+def read_legacy_config(path):
+    """The file as a SearchConfiguration (Search(search_config="main.config") uses this)."""
+    from .configuration import SearchConfiguration
+    return SearchConfiguration.from_legacy(path)

@@ -28,6 +28,7 @@ _HEX = re.compile(r"^(?:[0-9a-fA-F]{2})+$")
 
 class RunFolder:
     def __init__(self, cache_folder=None):
+        self.keep = _env.keep_cache()  # first: a bad CIQ_KEEP_CACHE must not leave an empty folder behind
         self.root = _env.cache_root(cache_folder)
         stamp = _dt.datetime.now().strftime("%Y-%m-%d-%H_%M_%S")
         self.path = self.root / f"{stamp}-{uuid.uuid4()}"
@@ -36,7 +37,6 @@ class RunFolder:
         except OSError as exc:
             raise OSError(f"cannot create the run folder {self.path} ({exc.strerror}); pass cache_folder= "
                           "a writable folder, or fix the permissions of the cache folder") from None
-        self.keep = _env.keep_cache()
         self.log_path = self.path / "run.log"
         self.log = logging.Logger(f"compileiq.run.{self.path.name}")  # not registered: no leak per run
         self.log.propagate = False

@@ -16,6 +16,7 @@ from pathlib import Path
 from . import Search, SearchConfiguration
 from .examples import gcc_stencil
 from .search_spaces.compilers import GccSearchSpace
+from .utils.validation import metadata_dict
 from .worker import MultiProcessWorker
 
 
@@ -29,7 +30,7 @@ def _gcc_demo(generations: int, pool_size: int, num_workers: int, out: Path, top
     res = Search(gcc_stencil.objective, space, cfg, worker_type=MultiProcessWorker,
                  dump_results=out).start(num_workers=num_workers, task_timeout=120)
     df = res.get_results()
-    cands = df[[not (isinstance(m, dict) and m.get("baseline")) for m in df["metadata"]]]
+    cands = df[[not metadata_dict(m).get("baseline") for m in df["metadata"]]]
     ranked = cands[cands["norm_score_1"] != "*"].sort_values("norm_score_1", key=lambda c: c.astype(float))
     print(f"      searched {len(cands)} candidates in {time.perf_counter() - t0:.1f} s; results: {out}")
     top = ranked.head(top_k)
@@ -56,7 +57,27 @@ def _gcc_demo(generations: int, pool_size: int, num_workers: int, out: Path, top
         print(f"      winner: {best.name}, {best.verdict.speedup:.3f}x faster than -O2 "
               f"(p={best.p_value:.2g}, d={best.cohens_d:.2f}); decisions: {out.with_name('validation.csv')}")
     else:
-        print("      no candidate passed validation: on this machine -O2 is as good as the search could show")
+        print(no_winner_text(decisions, "-O2"))
+
+
+NOT_BETTER = {"mean-not-better", "not-significant", "small-effect"}
+
+
+def no_winner_text(decisions, baseline: str, indent: str = "      ") -> str:
+    """Why no candidate was kept, rule by rule; "the baseline is as good" only when that is what the
+    numbers say (no candidate was significantly and clearly better), never after a noise or spread rejection."""
+    lines = [f"{indent}no candidate was kept:"]
+    for dec in decisions:
+        v = dec.verdict
+        lines.append(f"{indent}  {dec.name}: {v.decision} ({v.speedup:.3f}x, p={dec.p_value:.2g}): {v.explanations[0]}")
+    if all(set(dec.verdict.reasons) <= NOT_BETTER for dec in decisions):
+        lines.append(f"{indent}on this machine {baseline} is as good as the search could show")
+        return "\n".join(lines)
+    advice = dict.fromkeys(a for dec in decisions for a in dec.verdict.advice)
+    lines.append(f"{indent}the rejection came from a rule other than 'not better', so this is no verdict on {baseline}; "
+                 "what to do:")
+    lines += [f"{indent}  - {a}" for a in advice]
+    return "\n".join(lines)
 
 
 def _runner(exe):

@@ -31,3 +31,27 @@ class SearchSpaceExhaustedWarning(UserWarning):
 
 class WorkerCapabilityWarning(UserWarning):
     """An option given to start() is ignored by the chosen worker."""
+
+
+class SearchSpaceExhaustedError(CompileIQError, RuntimeError):
+    """ask() found no candidate that was not handed out before (NVIDIA 1.1's name; start() warns instead)."""
+
+
+class CheckpointCompatibilityWarning(UserWarning):
+    """A checkpoint restored into a search whose configuration differs (allow_unsafe_provenance_mismatch)."""
+
+
+class CheckpointError(CompileIQError, ValueError):
+    """A checkpoint that cannot be written or restored (wrong file, other search, unsupported engine)."""
+
+
+class CompilerChangedError(CompileIQError, RuntimeError):
+    """The compiler binary changed during a search, so later scores are not comparable with earlier ones."""
+
+
+class CompilerChangedWarning(UserWarning):
+    """The compiler binary changed during a search (on_compiler_change="warn")."""
+
+
+class IdenticalScoresWarning(UserWarning):
+    """Every valid candidate of the first generation scored the same: the candidates probably never reach the build."""

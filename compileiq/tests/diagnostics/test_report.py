@@ -15,7 +15,7 @@ def gen_rows(means, per=10, cv=0.03, seed=0, invalid=None):
     return rows
 
 
-@pytest.mark.parametrize("case", range(9))
+@pytest.mark.parametrize("case", range(10))
 def test_self_test_cases_each_classified(case, tmp_path):
     from compileiq.results.csv_io import write_csv
 
@@ -59,10 +59,39 @@ def test_problem_type_max_reverses_best_and_stall(results_csv):
     assert diagnose(path, "max").objectives[0].table["best"].iloc[-1] > 50
 
 
-def test_high_variance_threshold(results_csv):
-    assert diagnose(results_csv(gen_rows([100, 80, 60, 40], cv=0.10))).codes == ["HEALTHY"]
+def test_high_variance_needs_repeated_measurements_of_one_configuration(results_csv):
+    # a deterministic objective over a wide space: a 30% CV between candidates is diversity, not noise
     rep = diagnose(results_csv(gen_rows([100, 50, 25, 12], cv=0.30)))
-    assert rep.codes == ["HIGH_VARIANCE"] and any("lock" in a for a in rep.flags[0].advice)
+    assert rep.codes == ["HEALTHY"] and "no configuration was measured more than once" in rep.render()
+    assert "no configuration was measured more than once" in rep.notes[0]
+    # each generation re-measures one configuration: 10% CV is below the threshold, 30% above
+    one_config = lambda n: {"x": n // 10}  # noqa: E731
+    assert diagnose(results_csv(gen_rows([100, 80, 60, 40], cv=0.10), params=one_config)).codes == ["HEALTHY"]
+    rep = diagnose(results_csv(gen_rows([100, 80, 60, 40], cv=0.30), params=one_config))
+    flag = next(f for f in rep.flags if f.code == "HIGH_VARIANCE")
+    assert any("lock" in a for a in flag.advice) and not rep.notes
+    assert "4 configuration(s) measured more than once" in flag.details[0]
+
+
+def test_high_variance_from_a_baseline_measured_several_times(tmp_path):
+    import pandas as pd
+    from compileiq.results.csv_io import write_csv
+    rows = [{"metadata": {"baseline": True}, "generation": g, "score_1": b, "params": {}}
+            for g, b in enumerate((100.0, 60.0, 140.0))]
+    rows += [{"metadata": {"param_id": n}, "generation": n % 3, "score_1": 50.0 + n, "params": {"x": n}} for n in range(9)]
+    rep = diagnose(write_csv(pd.DataFrame(rows), tmp_path / "r.csv"))
+    assert "HIGH_VARIANCE" in rep.codes and "the baseline" in rep.flags[-1].details[0]
+
+
+def test_compiler_changed_mid_run_is_reported(tmp_path):
+    import pandas as pd
+    from compileiq.results.csv_io import write_csv
+    old, new = "13.0.88 /opt/a/ptxas sha256:1111111111111111", "13.0.88 /opt/a/ptxas sha256:2222222222222222"
+    rows = [{"metadata": {"param_id": n, "compilers": {"ptxas": old if n < 6 else new}}, "generation": n // 4,
+             "score_1": 100.0 - n, "params": {"x": n}} for n in range(10)]
+    rep = diagnose(write_csv(pd.DataFrame(rows), tmp_path / "r.csv"))
+    assert rep.codes[0] == "COMPILER_CHANGED" and "6 row(s) with " + old in rep.flags[0].details[0]
+    assert "4 row(s) with " + new in rep.flags[0].details[0] and "not comparable" in " ".join(rep.flags[0].advice)
 
 
 def test_identical_needs_five_valid_rows(results_csv):

@@ -28,20 +28,24 @@ def test_set_ciq_variables_are_listed_and_bad_ones_are_errors(monkeypatch):
     assert bad and bad[0].severity == "error" and "CIQ_SOCKET_TIMEOUT='soon'" in bad[0].cause
 
 
-SLOW_START = """
+SLOW_SITE = """
 import sys, time
-if __name__ != "__main__":  # a spawned worker re-imports the main script: make that import slow, for real
+if "--multiprocessing-fork" in sys.argv:  # a spawned worker: make its interpreter start-up slow, for real
     time.sleep(30)
-else:
-    from compileiq.doctor.cli import main
-    sys.exit(main([]))
+"""
+SLOW_START = """
+import sys
+from compileiq.doctor.cli import main
+sys.exit(main([]))
 """
 
 
 def test_a_worker_that_cannot_connect_in_time_is_an_error_naming_the_variable(tmp_path):
     script = tmp_path / "slow_main.py"
     script.write_text(SLOW_START)
-    env = {**os.environ, "CIQ_SOCKET_TIMEOUT": "1", "CIQ_PROCESS_MODE": "spawn"}
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(SLOW_SITE)
+    env = {**os.environ, "CIQ_SOCKET_TIMEOUT": "1", "CIQ_PROCESS_MODE": "spawn", "PYTHONPATH": str(tmp_path / "site")}
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 1, out.stdout + out.stderr
     assert "worker: FAILED" in out.stdout and "CIQ_SOCKET_TIMEOUT" in out.stdout and "fix:" in out.stdout

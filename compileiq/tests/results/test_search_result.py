@@ -43,7 +43,7 @@ def test_csv_round_trip_is_atomic_and_keeps_types(tmp_path):
     SearchResult(df).save(p)
     assert not [f for f in tmp_path.iterdir() if f.name != "r.csv"]  # no temporary file left behind
     back = read_csv(p)
-    assert back.loc[0, "params"] == {"x": [1, 2], "s": "a,b"} and back.loc[0, "metadata"] == {"pid": 7}
+    assert back.loc[0, "params"] == {"x": [1, 2], "s": "a,b"} and back.loc[0, "metadata"] == '{"pid": 7}'
     assert back.loc[1, "score_1"] == "*" and back.loc[1, "params"] == "deadbeef"
     assert list(back["generation"]) == [0, 1]
     assert SearchResult.from_csv(p).get_best_result()["score_1"] == 1.25

@@ -208,11 +208,17 @@ def test_throughput_with_a_100ms_objective(worker):
     assert rate >= 0.8 * 20, f"{rate:.1f} evaluations/s with 2 workers, ideal 20"
 
 
+# Workers never import the user's script, so a slow or broken start-up is simulated where a real one
+# happens: in the interpreter's own start-up (sitecustomize, as a broken site-packages or a slow
+# network file system would), only in spawned children.
+SLOW_SITE = textwrap.dedent("""
+    import os, sys, time
+    if "--multiprocessing-fork" in sys.argv:
+        time.sleep(30) if os.environ["CASE"] == "slow" else os._exit(1)
+""")
+
 START_SCRIPT = textwrap.dedent("""
     import os, sys, time
-    if __name__ != "__main__":
-        # the spawned worker imports this main module again: simulate a slow or broken start-up
-        time.sleep(30) if os.environ["CASE"] == "slow" else os._exit(1)
 
     def objective(p):
         return 1.0
@@ -232,14 +238,17 @@ START_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.parametrize("case", ["slow", "dies"])
 def test_worker_that_never_connects(case, tmp_path):
-    script = tmp_path / "main_with_slow_import.py"
+    script = tmp_path / "main.py"
     script.write_text(START_SCRIPT)
-    env = {**os.environ, "CIQ_PROCESS_MODE": "spawn", "CIQ_SOCKET_TIMEOUT": "1", "CASE": case}
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(SLOW_SITE)
+    env = {**os.environ, "CIQ_PROCESS_MODE": "spawn", "CIQ_SOCKET_TIMEOUT": "1", "CASE": case,
+           "PYTHONPATH": str(tmp_path / "site")}
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     if case == "slow":
         assert "CIQ_SOCKET_TIMEOUT=1s" in out.stdout and "process mode spawn" in out.stdout
-        assert "CIQ_SOCKET_TIMEOUT=120" in out.stdout and '__name__ == "__main__"' in out.stdout
+        assert "CIQ_SOCKET_TIMEOUT=120" in out.stdout and "CIQ_PROCESS_MODE=" in out.stdout
     else:
         assert "3 worker processes in a row exited before connecting" in out.stdout and "exit code 1" in out.stdout
     assert float(out.stdout.split("s ", 1)[0]) < 10

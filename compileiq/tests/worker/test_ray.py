@@ -1,6 +1,7 @@
 """RayWorker on a local Ray instance (one per module: Ray takes seconds to start)."""
 
 import ctypes
+import json
 import sys
 import time
 
@@ -82,3 +83,26 @@ def test_ray_missing_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ImportError, match=r"pip install ray"):
         RayWorker.create(None, False).run(function=objective, params_pool=[1], params_ids=[0])
+
+
+def distributed_objective(config):
+    time.sleep(0.02)
+    return config["x"] ** 2 + config["y"] if "z" in config else config["y"] ** 2 + config["x"]
+
+
+@pytest.mark.timeout(120)
+def test_nvidias_distributed_example_on_the_local_cluster(local_ray):
+    """Our equivalent of NVIDIA's examples/distributed.py: RayWorker, Ray task options through start()."""
+    import compileiq.search_spaces.base as ss
+    from compileiq import Search, SearchConfiguration
+    space = {"x": ss.range(start=1.0, end=20.0, step=0.5), "y": ss.choice([1, 2, 3]),
+             "z": ss.log_sampling(start=1e-4, end=1.0, knockout_prob=0.2)}
+    tuner = Search(objective_function=distributed_objective, search_space=space,
+                   search_config=SearchConfiguration(pool_size=8, generations=2, mutate_rate=0.25, problem_type="max"),
+                   worker_type=RayWorker, disable_progress_bar=True)
+    with pytest.warns(WorkerCapabilityWarning, match="ignores num_workers"):
+        tuner.start(num_workers=2, num_cpus=1, num_gpus=0, scheduling_strategy="DEFAULT")
+    results = tuner.start(num_cpus=1, num_gpus=0, scheduling_strategy="DEFAULT")
+    best = results.get_best_result()
+    assert len(results) == 16 and best["score_1"] == results.get_results()["score_1"].max()
+    assert {"task_id", "node_id"} <= set(json.loads(best["metadata"]))

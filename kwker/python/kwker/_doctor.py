@@ -107,10 +107,10 @@ def _integration_line(state):
     return text
 
 
-def _warnings():
+def _warnings(self_check=None):
     from kwker import _backend, _warnings as w
     import kwker
-    return w.evaluate(w.facts(kwker.runtime_info(), _backend.name))
+    return w.evaluate(w.facts(kwker.runtime_info(), _backend.name, self_check))
 
 
 PROBES = {
@@ -122,7 +122,6 @@ PROBES = {
     "frameworks": _frameworks,
     "threading": _threading,
     "integrations": _integration_states,
-    "warnings": _warnings,
 }
 
 
@@ -130,6 +129,8 @@ def collect():
     report = {"schema": "kwker.doctor", "schema_version": 1}
     for key, fn in PROBES.items():
         report[key] = _probe(fn)
+    # Last: the warnings read the self-check's outcome.
+    report["warnings"] = _probe(lambda: _warnings(report.get("self_check")))
     report["ok"] = _ok(report)
     return report
 

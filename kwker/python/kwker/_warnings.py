@@ -45,9 +45,10 @@ def _torch_version():
     return _safe(lambda: md.version("torch"))
 
 
-def facts(runtime, backend):
-    """The inputs of every rule, read from this process."""
-    return {
+def facts(runtime, backend, self_check=None):
+    """The inputs of every rule, read from this process. `self_check` is the doctor's
+    per-engine self-check report, when it ran one."""
+    f = {
         "machine": platform.machine(),
         "runtime": runtime or {},
         "backend": backend,
@@ -57,20 +58,60 @@ def facts(runtime, backend):
         "free_threaded_build": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
         "gil_enabled": _safe(lambda: sys._is_gil_enabled(), True),
         "environ": {k: v for k, v in os.environ.items() if k.startswith("KWKER_")},
+        "self_check": self_check or {},
+        "backend_fallback": _safe(_fallback_reason),
+        "overhead": None,
     }
+    if backend != "fast":  # only the fast-path rule needs it; it costs ~20 ms
+        from . import _overhead
+        f["overhead"] = _safe(_overhead.measure)
+    return f
+
+
+def _fallback_reason():
+    from . import _backend
+    return _backend.fallback_reason
 
 
 def evaluate(f):
-    """[{"id", "message", "fix"}] for every rule that fires; a broken rule reports itself."""
+    """[{"id", "message", "fix"}] for every rule that fires; a broken rule reports itself.
+    A rule returns its message, or (message, fix) where the fix depends on the facts."""
     out = []
     for rule_id, fn, fix in _RULES:
         try:
             message = fn(f)
         except Exception as exc:
             message, fix = f"this check failed ({type(exc).__name__}: {exc})", "report it"
+        if isinstance(message, tuple):
+            message, this_fix = message
+        else:
+            this_fix = fix
         if message:
-            out.append({"id": rule_id, "message": message, "fix": fix})
+            out.append({"id": rule_id, "message": message, "fix": this_fix})
     return out
+
+
+@rule("self-check-failed", "Use an engine that passed until this is fixed (KWKER_ISA=<engine> "
+                           "or kwker.set_isa), and please report it with "
+                           "python -m kwker support-bundle.")
+def _self_check_failed(f):
+    checks = f["self_check"]
+    if not isinstance(checks, dict) or "error" in checks:
+        return None
+    bad = [e for e, r in checks.items() if isinstance(r, dict) and r.get("ok") is not True]
+    if not bad:
+        return None
+    good = [e for e, r in checks.items() if isinstance(r, dict) and r.get("ok") is True]
+    which = "engine " + bad[0] if len(bad) == 1 else "engines " + ", ".join(bad)
+    message = (f"the self-check of {which} gave wrong results or failed to run: do not trust "
+               "sorts on " + ("it" if len(bad) == 1 else "them"))
+    if good:
+        fix = (f"Use an engine that passed until this is fixed: KWKER_ISA={good[-1]} (or "
+               f"kwker.set_isa({good[-1]!r})), and please report it with "
+               "python -m kwker support-bundle.")
+        return message, fix
+    return message, ("No engine passed: please report it with python -m kwker support-bundle "
+                     "and use numpy.sort meanwhile.")
 
 
 @rule("engine-capped", "Unset KWKER_ISA, or call kwker.set_isa(None).")
@@ -160,8 +201,26 @@ def _cpu_subset(f):
 def _fast_missing(f):
     if f["backend"] == "fast":
         return None
-    return ("the compiled per-call fast path (_fast) is not loaded: calls go through ctypes, "
-            "which adds 5-10 us each")
+    o = f.get("overhead") or {}
+    ctypes_s, fast_s = o.get("ctypes"), o.get("fast")
+    cost = ""
+    if ctypes_s and fast_s:
+        cost = (f", which costs {ctypes_s * 1e6:.1f} us per call here against "
+                f"{fast_s * 1e6:.1f} us with _fast (measured now, {o['elements']}-element sort)")
+    elif ctypes_s:
+        cost = (f", which costs {ctypes_s * 1e6:.1f} us per call here (measured now, "
+                f"{o['elements']}-element sort; np.sort takes {o['numpy'] * 1e6:.1f} us)")
+    if f["environ"].get("KWKER_BACKEND") == "ctypes":
+        message = ("the compiled per-call fast path (_fast) is off because KWKER_BACKEND=ctypes "
+                   "is set: calls go through ctypes" + cost)
+        fix = ("Unset KWKER_BACKEND to use the fast path"
+               + (" (it loads in this environment)." if fast_s else
+                  "; if it then fails to load, reinstall the wheel for this interpreter."))
+        return message, fix
+    message = "the compiled per-call fast path (_fast) is not loaded: calls go through ctypes" + cost
+    if f.get("backend_fallback"):
+        message += f" ({f['backend_fallback']})"
+    return message
 
 
 @rule("gil-enabled", "Find the module without free-threading support (python -X gil=0 says "

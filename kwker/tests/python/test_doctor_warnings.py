@@ -4,6 +4,7 @@ GIL state, an integration's status), never the rule."""
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -113,11 +114,38 @@ def test_container_cpu_limit():
                                                 "(a container CPU limit is in force)")
 
 
-def test_fast_path_not_loaded_for_real():
+def test_fast_path_off_by_choice_for_real_says_so_and_measures_the_cost():
     rc, report = _doctor_json({"KWKER_BACKEND": "ctypes"})
     assert rc == 0 and report["package"]["backend"] == "ctypes"
     w = {x["id"]: x for x in report["warnings"]}["fast-path-missing"]
-    assert "calls go through ctypes, which adds 5-10 us each" in w["message"]
+    assert "off because KWKER_BACKEND=ctypes is set" in w["message"]
+    m = re.search(r"costs ([0-9.]+) us per call here against ([0-9.]+) us with _fast "
+                  r"\(measured now, 8-element sort\)", w["message"])
+    assert m and float(m.group(1)) > float(m.group(2)) > 0, w["message"]
+    assert w["fix"] == "Unset KWKER_BACKEND to use the fast path (it loads in this environment)."
+    assert "5-10" not in w["message"] and "reinstall" not in w["fix"]
+
+
+def test_fast_path_that_failed_to_load_gives_the_reason_and_the_reinstall_fix():
+    f = _facts(backend="ctypes", environ={},
+               backend_fallback="the _fast extension did not load (ImportError: x); using ctypes",
+               overhead={"elements": 8, "numpy": 5e-7, "ctypes": 3e-6, "fast": None})
+    w = _ids(f)["fast-path-missing"]
+    assert w["message"] == (
+        "the compiled per-call fast path (_fast) is not loaded: calls go through ctypes, which "
+        "costs 3.0 us per call here (measured now, 8-element sort; np.sort takes 0.5 us) (the "
+        "_fast extension did not load (ImportError: x); using ctypes)")
+    assert "reinstall the wheel" in w["fix"]
+
+
+def test_a_failed_self_check_is_a_warning_that_names_the_engine_and_a_good_one():
+    f = _facts(self_check={"portable": {"ok": True}, "avx2": {"ok": False},
+                           "avx512": {"ok": True}})
+    w = _ids(f)["self-check-failed"]
+    assert w["message"] == ("the self-check of engine avx2 gave wrong results or failed to "
+                            "run: do not trust sorts on it")
+    assert "KWKER_ISA=avx512" in w["fix"] and "support-bundle" in w["fix"]
+    assert "self-check-failed" not in _ids(_facts(self_check={"avx2": {"ok": True}}))
 
 
 def test_free_threaded_python_with_the_gil_enabled():
@@ -142,6 +170,8 @@ def test_both_doctors_exit_1_and_name_a_corrupted_engine():
     assert r.returncode == 1
     line = [l for l in r.stdout.splitlines() if l.strip().startswith(engine + " ")]
     assert line and "FAILED" in line[0], r.stdout
+    assert f"the self-check of engine {engine} gave wrong results" in r.stdout
+    assert "nothing known keeps Kwker below its best" not in r.stdout
     others = [e for e in kwker.available_isas() if e != engine]
     assert all(f"{e} " in r.stdout for e in others)
     native = _locate.sdk_paths()["doctor"]

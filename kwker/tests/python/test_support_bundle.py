@@ -44,7 +44,12 @@ def read_members(path):
 def make(outdir, *args, **env):
     r = run(*args, "-o", str(outdir), **env)
     assert r.returncode == 0, r.stderr
-    path = r.stdout.strip()
+    path = r.stdout.splitlines()[0]
+    # It ends by saying where the bundle goes, as the troubleshooting page does.
+    assert r.stdout.splitlines()[1:] == [
+        "Send this file, with a few lines on what you ran and what happened, through the "
+        "support form or to mail@kwker.io. It holds none of your data; every file in it is "
+        "plain text or JSON that you can read before sending."]
     assert os.path.dirname(path) == str(outdir)
     assert bundles(outdir) == [os.path.basename(path)]
     return path, read_members(path)
@@ -70,7 +75,7 @@ def all_packages_bundle(tmp_path_factory):
     out = tmp_path_factory.mktemp("cwd")
     r = run("--no-probe", "--all-packages", cwd=out)
     assert r.returncode == 0, r.stderr
-    path = r.stdout.strip()
+    path = r.stdout.splitlines()[0]
     assert os.path.dirname(path) == str(out)
     assert bundles(out) == [os.path.basename(path)]
     return path, read_members(path)

@@ -11,7 +11,7 @@ import json
 import sys
 
 from ..errors import CompileIQError
-from .canary import FAIL, PASS, canary
+from .canary import FAIL, MIN_SLOWDOWN, PASS, TOLERANCE, canary
 from .objective_ref import ObjectiveRefError, load_objective
 
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
@@ -19,8 +19,9 @@ EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
+        # a description is printed as is (only help strings are %-formatted): one %, from the thresholds themselves
         prog=prog, description="Check that a candidate's controls reach the compiler: the objective runs the "
-        "baseline, the debug pack's O0 (must be >5%% worse) and O3 (must be within 5%%).",
+        f"baseline, the debug pack's O0 (must be >{MIN_SLOWDOWN:.0%} worse) and O3 (must be within {TOLERANCE:.0%}).",
         epilog="Exit status: 0 = PASS, 1 = FAIL, 2 = could not decide.")
     p.add_argument("--module", required=True, metavar="MODULE:FUNC",
                    help="the objective, e.g. mybench:objective or path/to/bench.py:objective")

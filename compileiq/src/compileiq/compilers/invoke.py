@@ -56,9 +56,11 @@ def require_input(compiler: str, path: str | os.PathLike) -> Path:
 
 
 def output_path(out: str | os.PathLike | None, stem: str, suffix: str, compiler: str) -> Path:
-    """``out`` as given (its folder created), or a file in a fresh temporary folder the caller removes."""
+    """``out`` made absolute (its folder created), or a file in a fresh temporary folder the caller
+    removes. Absolute because the artifact is often run next: a bare "stencil" would be looked up
+    on PATH, not in the current folder."""
     if out is not None:
-        p = Path(out)
+        p = Path(out).absolute()
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
     return Path(tempfile.mkdtemp(prefix=f"ciq-{compiler}-")) / f"{stem}{suffix}"

@@ -17,15 +17,19 @@ ADVICE: dict[str, tuple[str, ...]] = {
         "under 5% the space is shallow and a longer search will not find more",
     ),
     "HIGH_VARIANCE": (
-        "first tell noise from diversity: this CV spans different candidates, so an early generation of a wide "
-        "space can show it legitimately; time one candidate 10 times by hand - if its own CV is above a few "
-        "percent, the measurement is noisy and the fixes below apply",
-        "the measurements inside the objective are noisy: lock the clocks (sudo nvidia-smi -pm 1; "
-        "sudo nvidia-smi --lock-gpu-clocks=<MHz>,<MHz> --lock-memory-clocks=<MHz>,<MHz>)",
+        "this is measurement noise: the same configuration measured again gave a different score. Lock the "
+        "clocks (sudo nvidia-smi -pm 1; sudo nvidia-smi --lock-gpu-clocks=<MHz>,<MHz> "
+        "--lock-memory-clocks=<MHz>,<MHz>)",
         "give the benchmark the GPU to itself: CUDA_VISIBLE_DEVICES=<index>, one worker per GPU, nothing else "
         "running (watch nvidia-smi dmon); on a CPU pin each worker to its own core",
         "raise the warm-up and the repetitions inside the objective and return the median, not one run",
         "validate the winners before shipping: compileiq validate (50 warm-up, 100 interleaved trials)",
+    ),
+    "COMPILER_CHANGED": (
+        "the rows were measured with different compiler binaries (an upgrade or a toolkit switch during the run), "
+        "so scores before and after the change are not comparable: rerun the search with one compiler",
+        "keep the toolkit fixed while a search runs: pin the package version, point CIQ_PTXAS / CIQ_NVCC / CIQ_GCC "
+        "at one binary; Search stops on such a change by default (on_compiler_change='stop')",
     ),
     "IDENTICAL_SCORES": (
         "the controls are probably not reaching the compiler: a framework cache serves the same binary to "

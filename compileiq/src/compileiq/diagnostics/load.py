@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..errors import CompileIQError
 from ..results.csv_io import norm_columns, read_csv, score_columns
+from ..utils.validation import metadata_dict
 
 EXPECTED = ("metadata", "generation", "score_1", "params")
 INVALID_ABOVE = 1e10  # failed evaluations are often written as a huge penalty instead of "*"
@@ -71,7 +72,7 @@ def read_results(path: str | os.PathLike) -> Loaded:
                                "recorded; rerun the search or wait for its first generation")
     base = np.zeros(len(df), dtype=bool)
     if "metadata" in df.columns:
-        base = np.array([isinstance(m, dict) and bool(m.get("baseline")) for m in df["metadata"]], dtype=bool)
+        base = np.array([bool(metadata_dict(m).get("baseline")) for m in df["metadata"]], dtype=bool)
     baseline, df = df[base].reset_index(drop=True), df[~base].reset_index(drop=True)
     if len(df) == 0:
         raise ResultsFileError(f"{path} holds only the baseline row and no candidate: the search stopped before "
@@ -117,9 +118,52 @@ def failure_kinds(loaded: Loaded, invalid: np.ndarray) -> str:
     kinds: dict[str, int] = {}
     for meta, bad in zip(loaded.df["metadata"], invalid):
         if bad:
-            kind = meta.get("failure") if isinstance(meta, dict) else None
+            kind = metadata_dict(meta).get("failure")
             kind = str(kind) if kind else "not recorded"
             kinds[kind] = kinds.get(kind, 0) + 1
     if set(kinds) <= {"not recorded"}:
         return ""
     return ", ".join(f"{k} {n}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+
+
+def repeated_measurements(loaded: Loaded, column: str, problem_type: str) -> list[tuple[str, np.ndarray]]:
+    """(label, valid values) of every configuration measured at least twice: the baseline rows
+    (BASELINE_CONFIG, {}), and candidates whose params appear in more than one row (duplicates, or
+    an elite measured again). Only these say anything about measurement noise."""
+    import json
+    groups: dict[str, list] = {}
+    labels: dict[str, str] = {}
+    for frame, is_base in ((loaded.baseline, True), (loaded.df, False)):
+        if column not in frame.columns or "params" not in frame.columns:
+            continue
+        for p, v in zip(frame["params"], frame[column]):
+            key = "baseline" if is_base else json.dumps(p, sort_keys=True, default=str)
+            groups.setdefault(key, []).append(v)
+            labels.setdefault(key, "the baseline" if is_base else f"params {key[:60]}")
+    out = []
+    for key, vals in groups.items():
+        x = numeric(vals, problem_type)
+        x = x[~np.isnan(x)]
+        if len(x) >= 2:
+            out.append((labels[key], x))
+    return out
+
+
+def compiler_changes(loaded: Loaded) -> list[str]:
+    """One sentence per compiler whose recorded binary differs between rows (metadata "compilers")."""
+    if "metadata" not in loaded.df.columns:
+        return []
+    seen: dict[str, dict[str, list[int]]] = {}
+    frames = [loaded.baseline, loaded.df]
+    row = 0
+    for frame in frames:
+        for meta in frame.get("metadata", []):
+            for name, desc in (metadata_dict(meta).get("compilers") or {}).items():
+                seen.setdefault(name, {}).setdefault(str(desc), []).append(row)
+            row += 1
+    out = []
+    for name, descs in seen.items():
+        if len(descs) > 1:
+            parts = [f"{len(rows)} row(s) with {desc}" for desc, rows in descs.items()]
+            out.append(f"{name} changed during the run: " + "; ".join(parts))
+    return out

@@ -13,12 +13,17 @@ import pandas as pd
 
 from . import rules
 from .advice import ADVICE
-from .load import Loaded, failure_kinds, missing_column_detail, numeric, read_results
+from .load import (Loaded, compiler_changes, failure_kinds, missing_column_detail, numeric, read_results,
+                   repeated_measurements)
 from .table import generation_table
 
 # Report order: what makes the others meaningless comes first.
-CODES = ("NO_SCORE_COLUMN", "NO_GENERATION_COLUMN", "ALL_INVALID", "IDENTICAL_SCORES", "INCREASING_INVALID_RATE",
-         "STALLED_CONVERGENCE", "HIGH_VARIANCE")
+CODES = ("NO_SCORE_COLUMN", "NO_GENERATION_COLUMN", "COMPILER_CHANGED", "ALL_INVALID", "IDENTICAL_SCORES",
+         "INCREASING_INVALID_RATE", "STALLED_CONVERGENCE", "HIGH_VARIANCE")
+NO_REPEATS_NOTE = ("no configuration was measured more than once (no repeated baseline, duplicate or re-measured "
+                   "candidate), so measurement noise cannot be told apart from the diversity between candidates; "
+                   "the CV% column spans different candidates. To measure noise, re-measure the winner against "
+                   "the baseline: compileiq validate")
 HEALTHY = "HEALTHY"
 
 
@@ -52,6 +57,7 @@ class Report:
     columns: list[str]
     objectives: list[ObjectiveTable]
     flags: list[Flag]
+    notes: list[str] = field(default_factory=list)
 
     @property
     def codes(self) -> list[str]:
@@ -76,7 +82,7 @@ class Report:
                                                        "advice": list(ADVICE[HEALTHY])}]
         return {"file": str(self.path), "problem_type": self.problem_type, "rows": self.n_rows,
                 "baseline_rows_excluded": self.n_baseline, "columns": self.columns, "objectives": objs,
-                "flags": flags, "codes": self.codes, "pathologies": self.pathologies}
+                "flags": flags, "codes": self.codes, "pathologies": self.pathologies, "notes": self.notes}
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2, default=str)
@@ -113,6 +119,9 @@ def render(rep: Report) -> str:
         out.append(f"objective {o.name}" + (f" (statistics of {o.column})" if o.column != o.name else ""))
         out.extend(_render_table(o.table))
     out.append("")
+    for note in rep.notes:
+        out.append(f"note: {note}")
+        out.append("")
     if rep.healthy:
         out.append(HEALTHY)
         out.extend(f"  - {a}" for a in ADVICE[HEALTHY])
@@ -135,7 +144,8 @@ def _flag(found: dict[str, Flag], code: str, detail: str, objective: str | None 
         f.objectives.append(objective)
 
 
-def _check_objective(loaded: Loaded, o: ObjectiveTable, problem_type: str, found: dict[str, Flag]) -> None:
+def _check_objective(loaded: Loaded, o: ObjectiveTable, problem_type: str, found: dict[str, Flag],
+                     notes: list[str]) -> None:
     t, name = o.table, o.name
     values = numeric(list(loaded.df[o.column]), problem_type)
     kinds = failure_kinds(loaded, np.isnan(values))
@@ -149,10 +159,17 @@ def _check_objective(loaded: Loaded, o: ObjectiveTable, problem_type: str, found
         # a stall or a zero CV would only restate this; the cache is the cause to fix first
         _flag(found, "IDENTICAL_SCORES", detail, name)
         return
+    # raw scores, not normalised ones: a normalised baseline is 1.0 by construction, however noisy it was
+    repeats = repeated_measurements(loaded, name, problem_type)
+    detail = rules.high_variance(repeats, name)
+    if detail:
+        _flag(found, "HIGH_VARIANCE", detail, name)
+    elif not repeats and NO_REPEATS_NOTE not in notes:
+        notes.append(NO_REPEATS_NOTE)
     if not loaded.has_generation:
         return  # the per-generation rules need generations
     for code, rule in (("INCREASING_INVALID_RATE", rules.increasing_invalid_rate),
-                       ("STALLED_CONVERGENCE", rules.stalled_convergence), ("HIGH_VARIANCE", rules.high_variance)):
+                       ("STALLED_CONVERGENCE", rules.stalled_convergence)):
         detail = rule(t, name, problem_type)
         if detail:
             _flag(found, code, detail + (why if code == "INCREASING_INVALID_RATE" else ""), name)
@@ -172,7 +189,10 @@ def diagnose(csv_path: str | os.PathLike, problem_type: str = "min") -> Report:
               + "; the table below treats every row as one group")
     objectives = [ObjectiveTable(s, c, generation_table(loaded, c, problem_type))
                   for s, c in zip(loaded.score_cols, loaded.rank_cols)]
+    for change in compiler_changes(loaded):
+        _flag(found, "COMPILER_CHANGED", change)
+    notes: list[str] = []
     for o in objectives:
-        _check_objective(loaded, o, problem_type, found)
+        _check_objective(loaded, o, problem_type, found, notes)
     flags = [found[c] for c in CODES if c in found]
-    return Report(loaded.path, problem_type, len(loaded.df), loaded.n_baseline, loaded.columns, objectives, flags)
+    return Report(loaded.path, problem_type, len(loaded.df), loaded.n_baseline, loaded.columns, objectives, flags, notes)

@@ -18,10 +18,10 @@ from .report import diagnose
 POOL = 20
 
 
-def _frame(scores: list[list], k: int = 1) -> pd.DataFrame:
-    """Rows (generation, score_1..k) to a results frame with a baseline row first."""
-    rows = [{"metadata": {"baseline": True}, "generation": 0, **{f"score_{i + 1}": 100.0 for i in range(k)},
-             "params": {}}]
+def _frame(scores: list[list], k: int = 1, baselines: list[float] = (100.0,)) -> pd.DataFrame:
+    """Rows (generation, score_1..k) to a results frame with the baseline row(s) first."""
+    rows = [{"metadata": {"baseline": True}, "generation": 0, **{f"score_{i + 1}": b for i in range(k)},
+             "params": {}} for b in baselines]
     for n, (gen, *vals) in enumerate(scores):
         rows.append({"metadata": {"param_id": f"p{n}"}, "generation": gen,
                      **{f"score_{i + 1}": v for i, v in enumerate(vals)}, "params": {"x": n}})
@@ -48,7 +48,15 @@ def _stalled(rng, gens: int = 8) -> pd.DataFrame:
 
 
 def _noisy(rng, gens: int = 6) -> pd.DataFrame:
-    return _frame([[g, 100.0 * 0.8 ** g * float(np.exp(0.3 * rng.standard_normal()))]
+    # the baseline measured once per generation (as a Ray worker on several nodes does): it varies by ~30%
+    baselines = [100.0 * float(np.exp(0.3 * rng.standard_normal())) for _ in range(gens)]
+    return _frame([[g, 100.0 * 0.8 ** g * (1 + 0.05 * rng.standard_normal())] for g in range(gens) for _ in range(POOL)],
+                  baselines=baselines)
+
+
+def _diverse(rng, gens: int = 6) -> pd.DataFrame:
+    # a deterministic objective over a wide space: candidates differ by ~60%, yet nothing is noisy
+    return _frame([[g, 100.0 * 0.85 ** g * float(np.exp(0.6 * rng.standard_normal()))]
                    for g in range(gens) for _ in range(POOL)])
 
 
@@ -59,6 +67,7 @@ def cases(rng: np.random.Generator) -> list[tuple[str, pd.DataFrame, set[str]]]:
         ("rising invalid rate", _improving(rng, invalid=[0, 0, 0.1, 0.3, 0.4, 0.5]), {"INCREASING_INVALID_RATE"}),
         ("stalled", _stalled(rng), {"STALLED_CONVERGENCE"}),
         ("noisy", _noisy(rng), {"HIGH_VARIANCE"}),
+        ("diverse, deterministic", _diverse(rng), {"HEALTHY"}),
         ("identical scores", _frame([[g, 42.0] for g in range(4) for _ in range(POOL)]), {"IDENTICAL_SCORES"}),
         ("all invalid", _frame([[g, "*"] for g in range(3) for _ in range(POOL)]), {"ALL_INVALID"}),
         ("missing generation column", healthy.rename(columns={"generation": "generaton"}), {"NO_GENERATION_COLUMN"}),

@@ -105,7 +105,8 @@ def check_gpus(r: Report) -> None:
 
 
 _KNOWN = {"CIQ_SOCKET_TIMEOUT": _env.socket_timeout, "CIQ_PROCESS_MODE": _env.process_mode,
-          "CIQ_KEEP_CACHE": _env.keep_cache}
+          "CIQ_KEEP_CACHE": _env.keep_cache,
+          "CIQ_UNSAFE_ALLOW_CHECKPOINT_PROVENANCE_MISMATCH": _env.unsafe_checkpoint_mismatch}
 
 
 def check_environment(r: Report) -> None:

@@ -36,6 +36,7 @@ class Engine(ABC):
 
     name: str = "base"
     multi_objective: bool = True  # whether the engine can rank several objectives itself
+    checkpointable: bool = True  # whether engines.state can write and restore its state
 
     # tries at drawing a new candidate before falling back to enumeration / giving up
     _DRAW_TRIES = 200
@@ -118,7 +119,7 @@ def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
     return all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
 
 
-ENGINE_NAMES = ("auto", "ga", "nsga2", "random", "optuna-tpe", "optuna-nsga2")
+ENGINE_NAMES = ("auto", "ga", "nsga2", "random", "optuna-tpe", "optuna-nsga2", "amber")
 
 
 def make_engine(name, space: SearchSpace, settings: EngineSettings) -> Engine:
@@ -128,7 +129,10 @@ def make_engine(name, space: SearchSpace, settings: EngineSettings) -> Engine:
         return name
     if isinstance(name, type) and issubclass(name, Engine):
         return name(space, settings)
-    if name in (None, "auto", "amber"):
+    from ..backends import registered_backend
+    if isinstance(name, str) and registered_backend(name) is not None:
+        return registered_backend(name)(space, settings)
+    if name in (None, "auto", "amber", "default"):
         name = "ga" if settings.num_objectives == 1 else "nsga2"
     if name == "ga":
         from .ga import GeneticEngine
@@ -142,5 +146,6 @@ def make_engine(name, space: SearchSpace, settings: EngineSettings) -> Engine:
     if name in ("optuna-tpe", "optuna-nsga2"):
         from .optuna_adapter import OptunaEngine
         return OptunaEngine(space, settings, sampler=name.split("-", 1)[1])
-    raise ConfigurationError(f"engine={name!r} is not an engine; use one of {', '.join(ENGINE_NAMES)} or an Engine subclass")
+    raise ConfigurationError(f"engine={name!r} is not an engine; use one of {', '.join(ENGINE_NAMES)}, an EngineConfig, "
+                             "an Engine subclass or a name given to compileiq.backends.register_backend")
 

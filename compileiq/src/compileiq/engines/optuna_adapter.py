@@ -34,6 +34,7 @@ def _optuna():
 class OptunaEngine(Engine):
     name = "optuna"
     multi_objective = True
+    checkpointable = False  # the Optuna study lives in memory with its own sampler state
 
     def __init__(self, space, settings, sampler: str = "tpe"):
         super().__init__(space, settings)

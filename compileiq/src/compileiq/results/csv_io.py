@@ -1,6 +1,6 @@
 """The results CSV: columns ``metadata, generation, score_1..score_k, params[, norm_score_1..k]``.
 
-metadata and params are JSON text; a failed score is INVALID_SCORE ("*"). Files are written to a
+metadata and params are JSON text (metadata stays text in memory too; params are parsed); a failed score is INVALID_SCORE ("*"). Files are written to a
 temporary name in the same folder and renamed, so a reader (or a killed run) never sees half a file.
 """
 
@@ -37,13 +37,14 @@ def column_order(k: int, normalized: bool) -> list[str]:
     return cols
 
 
-def _json_or_text(text: Any) -> Any:
+def parse_params(text: Any) -> Any:
+    """A params cell: JSON text back to what the objective received; other text stays text (NVIDIA's rule)."""
     if not isinstance(text, str):
         return text
     try:
         return json.loads(text)
     except ValueError:
-        return text  # params that are not JSON stay strings (NVIDIA's rule)
+        return text
 
 
 def _score_cell(v: Any) -> Any:
@@ -98,7 +99,6 @@ def read_csv(path: str | os.PathLike) -> pd.DataFrame:
         df[c] = [_score_cell(v) for v in df[c]]
     if "generation" in df.columns:
         df["generation"] = [_generation(v, path) for v in df["generation"]]
-    for col in ("metadata", "params"):
-        if col in df.columns:
-            df[col] = [_json_or_text(v) for v in df[col]]
-    return df
+    if "params" in df.columns:
+        df["params"] = [parse_params(v) for v in df["params"]]
+    return df  # metadata stays JSON text, as NVIDIA keeps it (utils.validation.metadata_dict reads it)

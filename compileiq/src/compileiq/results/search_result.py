@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .csv_io import norm_columns, read_csv, score_columns, write_csv
+from ..utils.validation import metadata_dict
+from .csv_io import column_order, norm_columns, parse_params, read_csv, score_columns, write_csv
 
 
 def _numeric(col: pd.Series) -> np.ndarray:
@@ -17,7 +18,16 @@ def _numeric(col: pd.Series) -> np.ndarray:
 
 
 def _is_baseline(meta: Any) -> bool:
-    return isinstance(meta, dict) and bool(meta.get("baseline"))
+    return bool(metadata_dict(meta).get("baseline"))
+
+
+def _scope(multiscore_scope) -> str:
+    from ..types import MultiScoreComparison
+    try:
+        return MultiScoreComparison(getattr(multiscore_scope, "value", multiscore_scope)).value
+    except ValueError:
+        raise ValueError(f"multiscore_scope={multiscore_scope!r} must be 'pareto_front', 'avg' or 'stddev' "
+                         "(compileiq.types.MultiScoreComparison)") from None
 
 
 def calculate_pareto_front(points: np.ndarray) -> np.ndarray:
@@ -35,31 +45,75 @@ def calculate_pareto_front(points: np.ndarray) -> np.ndarray:
 
 
 class SearchResult:
-    """Every evaluated candidate: ``metadata, generation, score_1..k, params[, norm_score_1..k]``."""
+    """Every evaluated candidate: ``metadata, generation, score_1..k, params[, norm_score_1..k]``.
 
-    def __init__(self, results: pd.DataFrame, problem_type: str = "min"):
+    ``metadata`` is a JSON object string per row (NVIDIA's column), holding our provenance too
+    (param_id, seed, failure kind, elapsed_s, compilers, ...); ``utils.validation.metadata_dict``
+    reads it. ``params`` are the candidates as the objective received them."""
+
+    def __init__(self, df: pd.DataFrame, problem_type: Any = "min", num_scores: int | None = None):
+        problem_type = getattr(problem_type, "value", problem_type)
         if problem_type not in ("min", "max"):
             raise ValueError(f"problem_type={problem_type!r} must be 'min' or 'max'")
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"SearchResult(df=...) takes a pandas DataFrame, not {type(df).__name__}")
         self.problem_type = problem_type
-        self._df = results.reset_index(drop=True)
+        self._df = df.reset_index(drop=True)
+        found = len(score_columns(self._df))
+        if num_scores is not None and found and num_scores != found:
+            raise ValueError(f"SearchResult(num_scores={num_scores}) but the frame has {found} score_<i> column(s)")
+        self._num_scores = num_scores if num_scores is not None else found
 
     # -- construction -----------------------------------------------------------------------------
     @classmethod
-    def from_dataframe(cls, df: pd.DataFrame, problem_type: str = "min", clear_duplicates: bool = False) -> "SearchResult":
-        r = cls(df.copy(), problem_type)
+    def from_dataframe(cls, df: pd.DataFrame, problem_type: Any = "min", clear_duplicates: bool = True) -> "SearchResult":
+        """A SearchResult from a frame (e.g. ``pd.read_csv`` of a results CSV): the JSON ``params`` become
+        dicts / lists again (text that is not JSON stays text), as NVIDIA's does."""
+        if not score_columns(df):
+            raise ValueError("the frame has no score column: score columns are named score_1, score_2, ... "
+                             f"(columns: {', '.join(map(str, df.columns))})")
+        if "params" not in df.columns:
+            raise ValueError(f"the frame has no 'params' column (columns: {', '.join(map(str, df.columns))})")
+        df = df.copy()
+        df["params"] = [parse_params(p) for p in df["params"]]
+        r = cls(df, problem_type)
         return r.clear_duplicates() if clear_duplicates else r
 
     @classmethod
-    def from_csv(cls, path: str | os.PathLike, problem_type: str = "min", clear_duplicates: bool = True) -> "SearchResult":
-        df = read_csv(path)
+    def from_csv(cls, csv_path: str | os.PathLike, problem_type: Any = "min", clear_duplicates: bool = True) -> "SearchResult":
+        df = read_csv(csv_path)
         if not score_columns(df):
-            raise ValueError(f"{path}: no score_1 column; is this a CompileIQ results CSV (columns metadata, generation, score_1.., params)?")
+            raise ValueError(f"{csv_path}: no score_1 column; is this a CompileIQ results CSV (columns metadata, "
+                             "generation, score_1.., params)?")
         return cls.from_dataframe(df, problem_type, clear_duplicates)
+
+    @classmethod
+    def empty(cls, num_scores: int, problem_type: Any = "min", normalized: bool = False) -> "SearchResult":
+        return cls(pd.DataFrame(columns=column_order(num_scores, normalized)), problem_type, num_scores)
 
     # -- access -----------------------------------------------------------------------------------
     @property
-    def num_objectives(self) -> int:
-        return len(score_columns(self._df))
+    def df_results(self) -> pd.DataFrame:
+        """The results frame itself (NVIDIA's attribute); ``get_results()`` returns a copy."""
+        return self._df
+
+    @property
+    def num_scores(self) -> int:
+        return self._num_scores
+
+    num_objectives = num_scores
+
+    @property
+    def score_columns(self) -> list[str]:
+        return score_columns(self._df)
+
+    @property
+    def norm_score_columns(self) -> list[str]:
+        return norm_columns(self._df)
+
+    @property
+    def is_normalized(self) -> bool:
+        return bool(self.norm_score_columns)
 
     def get_results(self) -> pd.DataFrame:
         return self._df.copy()
@@ -71,10 +125,31 @@ class SearchResult:
         return self._df.iloc[i].to_dict()
 
     def __repr__(self) -> str:
-        return f"SearchResult({len(self._df)} rows, {self.num_objectives} objective(s), problem_type={self.problem_type!r})"
+        return f"SearchResult({len(self._df)} rows, {self.num_scores} objective(s), problem_type={self.problem_type!r})"
 
-    def save(self, path: str | os.PathLike = "./search_results.csv") -> str:
-        return str(write_csv(self._df, path))
+    def save(self, filepath: str | os.PathLike = "./search_results.csv") -> str:
+        return str(write_csv(self._df, filepath))
+
+    def add_result(self, score, generation_num: int, normalize: bool = False) -> None:
+        """Append one Score as a row (NVIDIA's method): metadata as JSON, its scores, its params."""
+        k = self.num_scores or score.num_objectives
+        if score.num_objectives != k:
+            raise ValueError(f"add_result: the Score has num_objectives={score.num_objectives}, the results {k}")
+        if not len(self._df.columns):
+            self._df = pd.DataFrame(columns=column_order(k, normalize))
+            self._num_scores = k
+        meta = score.metadata if isinstance(score.metadata, str) else json.dumps(score.metadata, default=str)
+        row = {"metadata": meta, "generation": generation_num, "params": score.params}
+        for i, v in enumerate(score.values()):
+            row[f"score_{i + 1}"] = v
+        if normalize:
+            nv = score.norm_values()
+            if nv is None:
+                raise ValueError("add_result(normalize=True): the Score has no norm_score")
+            for i, v in enumerate(nv):
+                row[f"norm_score_{i + 1}"] = v
+        new = pd.DataFrame([row], columns=self._df.columns if len(self._df.columns) else None)
+        self._df = new if self._df.empty else pd.concat([self._df, new], ignore_index=True)
 
     def clear_duplicates(self) -> "SearchResult":
         """Drop rows whose params and scores are both identical to an earlier row (in place)."""
@@ -96,24 +171,30 @@ class SearchResult:
         m = np.column_stack([_numeric(df[c]) for c in cols]) if len(df) else np.zeros((0, len(cols)))
         return (-m if self.problem_type == "max" else m), df
 
-    def get_best_result(self, multiscore_scope: str = "pareto_front") -> dict | list[dict]:
+    def get_best_result(self, multiscore_scope: Any = "pareto_front") -> dict | list[dict]:
         """Single objective: the best row as a dict (``score_1``, ..., ``params``).
 
-        Several objectives: the Pareto front (a list of rows) for "pareto_front", or the row with the
-        best mean score for "avg". Normalised scores rank when present; the baseline row never wins."""
+        Several objectives, by ``multiscore_scope`` (a ``MultiScoreComparison`` or its value):
+        "pareto_front" (default) the non-dominated rows; "avg" the row with the best mean score;
+        "stddev" NVIDIA's rule, the row whose scores have the smallest standard deviation among
+        themselves (the largest for problem_type="max"). Normalised scores rank when present; the
+        baseline row never wins."""
+        scope = _scope(multiscore_scope)
         m, df = self._ranking_matrix()
         valid = ~np.isnan(m).any(axis=1)
         if not valid.any():
             raise ValueError(
                 f"no valid score among {len(df)} candidate row(s): every evaluation returned INVALID_SCORE. "
                 "Run `python -m compileiq diagnose <results.csv>` or see the compileiq-debug skill")
-        if m.shape[1] == 1 or multiscore_scope == "avg":
+        if m.shape[1] == 1 or scope == "avg":
             agg = m.mean(axis=1)
-            agg[~valid] = np.inf
-            return df.iloc[int(np.argmin(agg))].to_dict()
-        if multiscore_scope == "pareto_front":
+        elif scope == "stddev":
+            agg = np.std(m, axis=1, ddof=1)  # of the oriented values: the same spread as the raw ones
+            agg = -agg if self.problem_type == "max" else agg
+        else:
             return self.pareto_front()
-        raise ValueError(f"multiscore_scope={multiscore_scope!r} must be 'pareto_front' or 'avg'")
+        agg[~valid] = np.inf
+        return df.iloc[int(np.argmin(agg))].to_dict()
 
     def pareto_front(self) -> list[dict]:
         """The non-dominated rows (several objectives only), best first by mean score."""

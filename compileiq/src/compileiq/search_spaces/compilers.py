@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from ..compilers.discovery import CompilerNotFoundError, find_compiler
 from .acf_catalog import AcfCatalogSpace
@@ -124,6 +125,28 @@ class ClangSearchSpace(CompilerSearchSpace):
     compiler = "clang"
 
 
+@runtime_checkable
+class SearchSpaceProvider(Protocol):
+    """What a custom search-space provider implements (NVIDIA's protocol): ``retrieve()`` returns the
+    local path of a space file. Ours must be a compileiq-space JSON file (docs/search-spaces.md);
+    an optional ``resolution_metadata`` dict says where it came from. A provider may instead offer
+    ``to_component()`` (as the built-in ones do) to build the search component itself."""
+
+    def retrieve(self) -> str: ...
+
+
+def provider_component(provider) -> OpenSpaceComponent:
+    """The search component of a provider that only implements ``retrieve()``."""
+    path = provider.retrieve()
+    if not isinstance(path, (str, os.PathLike)):
+        raise SpaceFileError(f"{type(provider).__name__}.retrieve() returned {path!r}; a provider returns the path of "
+                             "a compileiq-space JSON file")
+    data = Path(path).read_bytes() if Path(path).is_file() else b""
+    if looks_encrypted(data):
+        _refuse_encrypted(str(path), data)
+    return OpenSpaceComponent(read_space_file(path))
+
+
 class LocalSearchSpaceBin:
     """A space file of your own (compileiq-space JSON). NVIDIA's encrypted .bin spaces are refused."""
 
@@ -158,5 +181,7 @@ class LocalSearchSpaceBin:
         return f"LocalSearchSpaceBin({str(self.path)!r})"
 
 
+CompilerSearchSpaceBase = CompilerSearchSpace  # NVIDIA's name
+
 __all__ = ["PtxasSearchSpace", "NvccSearchSpace", "GccSearchSpace", "ClangSearchSpace", "LocalSearchSpaceBin",
-           "AcfCatalogSpace", "CompilerSearchSpace"]
+           "AcfCatalogSpace", "CompilerSearchSpace", "CompilerSearchSpaceBase", "SearchSpaceProvider"]

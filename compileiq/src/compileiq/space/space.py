@@ -62,17 +62,22 @@ class DictComponent(Component):
         if not self._slots:
             raise SearchSpaceError(f"search space {prefix or ''}{{}} is empty: give at least one parameter")
 
-    def _walk(self, node: dict, path: tuple[str, ...], prefix: str):
+    def _walk(self, node: dict, path: tuple[str, ...], prefix: str) -> dict:
+        """The tree with every parameter model (search_spaces.models) turned into its Param."""
         if not isinstance(node, dict):
             raise SearchSpaceError(f"{prefix}{'.'.join(path)}: expected a dict of parameters")
+        out = {}
         for key, val in node.items():
             if not isinstance(key, str):
                 raise SearchSpaceError(
                     f"{prefix}{'.'.join(path + (repr(key),))}: search-space keys must be strings, got {type(key).__name__}"
                 )
             where = prefix + ".".join(path + (key,))
+            if hasattr(val, "to_param") and callable(val.to_param):
+                val = val.to_param()
+            out[key] = val
             if isinstance(val, dict):
-                self._walk(val, path + (key,), prefix)
+                out[key] = self._walk(val, path + (key,), prefix)
             elif isinstance(val, Param):
                 vi = len(self.genes)
                 self.genes.append(Gene(where, len(val.values), val.ordinal, seed_window=val.seed_window))
@@ -86,7 +91,7 @@ class DictComponent(Component):
                     f"{where}: {val!r} is not a search-space parameter; use compileiq.search_spaces.base."
                     "range / choice / literal / log_sampling (or a nested dict of them)"
                 )
-        return node
+        return out
 
     def decode(self, values):
         slots = {path: (param, vi, pi) for path, param, vi, pi in self._slots}
@@ -119,6 +124,9 @@ def compile_component(obj: Any, prefix: str = "") -> Component:
         return DictComponent(obj, prefix)
     if hasattr(obj, "to_component"):
         return obj.to_component()
+    if callable(getattr(obj, "retrieve", None)):  # compileiq.search_spaces.compilers.SearchSpaceProvider
+        from ..search_spaces.compilers import provider_component
+        return provider_component(obj)
     raise SearchSpaceError(
         f"search space {prefix or ''}: {type(obj).__name__} is not a search space. Give a dict of "
         "compileiq.search_spaces.base parameters, a compiler search-space provider "

@@ -12,14 +12,18 @@ import tempfile
 from pathlib import Path
 
 
-def atomic_write(path: str | os.PathLike, data: bytes | str, *, encoding: str = "utf-8", fsync: bool = False) -> Path:
+def atomic_write(path: str | os.PathLike, data: bytes | str, *, encoding: str = "utf-8", fsync: bool = False,
+                 mode: int | None = None) -> Path:
+    """Write ``data`` to ``path`` atomically; ``mode`` (e.g. 0o600) instead of what open() would give."""
     path = Path(path)
     payload = data.encode(encoding) if isinstance(data, str) else bytes(data)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask  # mkstemp makes 0600
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             if fsync:

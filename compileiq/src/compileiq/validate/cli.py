@@ -16,6 +16,7 @@ from pathlib import Path
 from ..errors import CompileIQError
 from .measure import CommandMeasure, compile_regex
 from .runner import Candidate, validate
+from .stats import SPREAD_RULES
 
 EXIT_KEPT, EXIT_REJECTED, EXIT_ERROR = 0, 1, 2
 PLACEHOLDER = "{controls}"
@@ -29,7 +30,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog, description="Re-measure a baseline and candidates interleaved and decide KEPT or "
         "REJECTED:<reason> (one-sided Welch t-test p < 0.05, Cohen's d > 0.2, better mean, p5-p95 spread at most "
-        "25% wider, CV <= 10%).",
+        "25% wider relative to the mean unless the candidate's slow tail beats the baseline's fast tail, CV <= 10%).",
         epilog="Exit status: 0 = at least one candidate KEPT, 1 = all REJECTED, 2 = could not decide.")
     p.add_argument("--baseline-cmd", metavar="CMD", help="shell command that measures the baseline once")
     p.add_argument("--candidate-cmd", "--opt-cmd", metavar="CMD", action="append", default=[], dest="candidate_cmd",
@@ -50,6 +51,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--input-shape", metavar="SHAPE", default="", help="input shape recorded in the log, e.g. 4096x4096")
     p.add_argument("--framework", metavar="NAME", default="", help="framework and version recorded in the log")
     p.add_argument("--timeout", type=float, metavar="S", help="seconds one run may take before it counts as no score")
+    p.add_argument("--spread-rule", choices=SPREAD_RULES, default="relative",
+                   help="relative (default): p5-p95 spans as a share of each side's mean; absolute: NVIDIA's rule, "
+                        "the spans in the score's unit")
     p.add_argument("--json", action="store_true", help="print the decisions as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--self-test", action="store_true", help="check the decision rule on synthetic samples and exit")
@@ -140,6 +144,7 @@ def main(argv=None, prog: str = "compileiq validate") -> int:
             print(f"validating {len(cands)} candidate(s) against {base.command!r}: {args.warmup} warm-up + "
                   f"{args.trials} trials each, interleaved", file=sys.stderr)
         decisions = validate(base, cands, problem_type=args.problem_type, trials=args.trials, warmup=args.warmup,
+                             spread_rule=args.spread_rule,
                              output=args.output, input_shape=args.input_shape, framework=args.framework,
                              progress=_progress(args.quiet))
     except (CompileIQError, ValueError, OSError, ImportError) as e:

@@ -20,7 +20,7 @@ COLUMNS = (
     "input_shape", "framework", "compilers", "gpu", "driver", "cpu", "problem_type", "trials", "warmup",
     "baseline_n", "baseline_mean", "baseline_sd", "baseline_p5", "baseline_p95", "baseline_cv",
     "candidate_n", "candidate_mean", "candidate_sd", "candidate_p5", "candidate_p95", "candidate_cv",
-    "speedup", "p_value", "cohens_d", "t", "df",
+    "speedup", "p_value", "cohens_d", "t", "df", "spread_rule",
 )
 
 
@@ -45,7 +45,7 @@ def row(decision, ctx: dict) -> dict:
     out.update(candidate=decision.name, decision=v.decision, reasons=" ".join(v.reasons),
                config_hash=decision.config_hash, controls=decision.controls or "", command=decision.command or "",
                speedup=_num(v.speedup), p_value=_num(v.p_value), cohens_d=_num(v.cohens_d), t=_num(v.t),
-               df=_num(v.df))
+               df=_num(v.df), spread_rule=v.spread_rule)
     for side, s in (("baseline", v.baseline), ("candidate", v.candidate)):
         for k, val in s.as_dict().items():
             out[f"{side}_{k}"] = _num(val)

@@ -19,7 +19,8 @@ from ..errors import CompileIQError
 from . import record
 from .measure import CallableMeasure, CommandMeasure, NoScore, SAMPLE_CHARS
 from .provenance import config_hash
-from .stats import ALPHA, MAX_CV, MAX_SPREAD_RATIO, MIN_EFFECT, Verdict, welch_decide
+from .stats import ALPHA, MAX_CV, MAX_SPREAD_RATIO, MIN_EFFECT, SPREAD_RULES, Verdict, welch_decide
+from ..utils.validation import metadata_dict
 
 Progress = Callable[[str, int, int], None]
 
@@ -183,7 +184,7 @@ def validate(baseline: Any, candidates: Sequence[Any] | Mapping[str, Any], *, pr
              trials: int = 100, warmup: int = 50, score_regex: str | None = None, timeout: float | None = None,
              output: str | os.PathLike | None = None, input_shape: str | None = None, framework: str | None = None,
              alpha: float = ALPHA, min_effect: float = MIN_EFFECT, max_spread_ratio: float = MAX_SPREAD_RATIO,
-             max_cv: float = MAX_CV, progress: Progress | None = None) -> list[Decision]:
+             max_cv: float = MAX_CV, spread_rule: str = "relative", progress: Progress | None = None) -> list[Decision]:
     """Re-measure ``baseline`` and every candidate interleaved and decide KEPT / REJECTED:<reason>.
 
     baseline and candidates are shell commands (read with ``score_regex``), zero-argument callables
@@ -192,6 +193,8 @@ def validate(baseline: Any, candidates: Sequence[Any] | Mapping[str, Any], *, pr
     of one side's trials produced no score."""
     if problem_type not in ("min", "max"):
         raise ValueError(f"problem_type={problem_type!r} must be 'min' (lower is better) or 'max' (higher is better)")
+    if spread_rule not in SPREAD_RULES:
+        raise ValueError(f"spread_rule={spread_rule!r} must be one of {', '.join(SPREAD_RULES)}")
     _check_counts(trials, warmup)
     items: Iterable = candidates.items() if isinstance(candidates, Mapping) else (
         (f"candidate-{i + 1}", c) for i, c in enumerate(candidates))
@@ -206,7 +209,7 @@ def validate(baseline: Any, candidates: Sequence[Any] | Mapping[str, Any], *, pr
     decisions = []
     for cand, cs in zip(cands, samples[1:]):
         v = welch_decide(samples[0], cs, problem_type, alpha=alpha, min_effect=min_effect,
-                         max_spread_ratio=max_spread_ratio, max_cv=max_cv)
+                         max_spread_ratio=max_spread_ratio, max_cv=max_cv, spread_rule=spread_rule)
         decisions.append(Decision(cand.name, v, list(samples[0]), list(cs), cand.params, cand.config_hash,
                                   cand.controls, cand.command))
     if output is not None:
@@ -238,7 +241,7 @@ def pick_candidates(result, top_k: int | None = 3, front: bool | None = None) ->
         return _unique(result.pareto_front(), top_k)
     df = result.get_results()
     if "metadata" in df.columns:
-        df = df[[not (isinstance(m, dict) and m.get("baseline")) for m in df["metadata"]]]
+        df = df[[not metadata_dict(m).get("baseline") for m in df["metadata"]]]
     cols = norm_columns(df) or score_columns(df)
     if not cols:
         raise ValueError("the search result has no score_1 column to rank candidates by")
@@ -280,7 +283,7 @@ def validate_result(search_result, measure_fn: Callable[[Any], Any], top_k: int 
     base = Candidate("baseline", CallableMeasure(measure_fn, base_params, pass_params=True), params=base_params)
     cands = {}
     for i, row in enumerate(rows):
-        meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
+        meta = metadata_dict(row.get("metadata"))
         name = str(meta.get("param_id") or f"rank-{i + 1}")
         name = name if name not in cands else f"{name}-{i + 1}"
         cands[name] = Candidate(name, CallableMeasure(measure_fn, row.get("params"), pass_params=True),

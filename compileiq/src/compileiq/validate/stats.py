@@ -13,10 +13,19 @@ import numpy as np
 
 ALPHA = 0.05           # one-sided significance level
 MIN_EFFECT = 0.2       # Cohen's d below this is too small to be worth shipping
-MAX_SPREAD_RATIO = 1.25  # candidate p5-p95 span may be at most 25% wider than the baseline's
+MAX_SPREAD_RATIO = 1.25  # candidate p5-p95 span may be at most 25% wider than the baseline's (see SPREAD_RULES)
 MAX_CV = 0.10          # above this coefficient of variation the noise hides any real difference
 
 KEPT = "KEPT"
+
+# How "25% wider" is measured.
+# relative (default): each span as a share of its own mean, so a candidate twice as fast is compared like with
+#   like; and a candidate whose slow tail (p95 for min) beats the baseline's fast tail (p5) is never rejected for
+#   spread: every typical run of it beats every typical run of the baseline, which is what the check protects.
+# absolute: NVIDIA's rule, the two spans in the score's own unit. It holds a candidate that became twice as fast
+#   to the same absolute jitter, which fails when the remaining noise does not shrink with the run time (a
+#   kernel that became memory-bound: its time now depends on the shared caches, see docs/validation.md).
+SPREAD_RULES = ("relative", "absolute")
 
 # Reasons in the order they are reported: noise first, because when the measurement is too noisy
 # the other checks mean nothing.
@@ -36,8 +45,16 @@ REASON_TEXT = {
     "mean-not-better": "the candidate's mean is not better (a lucky minimum during the search, not a real win)",
     "not-significant": "one-sided Welch p = {p:.3g} is not below {alpha}",
     "small-effect": "Cohen's d = {d:.3g} is not above {min_effect}",
-    "wider-spread": "the candidate's p5-p95 span is {ratio:.2f}x the baseline's (limit {max_spread:.2f}x)",
+    "wider-spread": "{spread_detail}",
 }
+
+SPREAD_ADVICE = (
+    "a wider spread means less predictable runs: re-validate on a quiet machine (nothing else running, the "
+    "benchmark pinned to an idle core or a dedicated GPU) and with more trials; if it persists, ship only if the "
+    "worst case matters less than the mean",
+    "kernels that become memory-bound pick up the noise of the shared caches and memory: the relative rule "
+    "(--spread-rule relative, the default) judges that fairly; --spread-rule absolute is NVIDIA's stricter rule",
+)
 
 
 @dataclass(frozen=True)
@@ -90,6 +107,9 @@ class Verdict:
     problem_type: str
     explanations: tuple[str, ...] = field(default=())
     advice: tuple[str, ...] = field(default=())
+    spread_rule: str = "relative"
+    spread_ratio: float = 1.0   # as the rule measures it
+    separated: bool = False     # the candidate's slow tail beats the baseline's fast tail
 
     @property
     def kept(self) -> bool:
@@ -156,28 +176,49 @@ def cohens_d(baseline: Sequence[float], candidate: Sequence[float], problem_type
     return gain / pooled
 
 
+def spread_check(bs: Summary, cs: Summary, problem_type: str, rule: str, limit: float) -> tuple[bool, float, bool, str]:
+    """(too wide, ratio, separated, sentence) for the spread rule ``rule`` (see SPREAD_RULES)."""
+    if rule not in SPREAD_RULES:
+        raise ValueError(f"spread_rule={rule!r} must be one of {', '.join(SPREAD_RULES)}")
+    separated = cs.p95 < bs.p5 if problem_type == "min" else cs.p5 > bs.p95
+    if rule == "absolute":
+        ratio = cs.spread / bs.spread if bs.spread > 0 else (1.0 if cs.spread == 0 else math.inf)
+        text = (f"absolute spread rule (NVIDIA's): the candidate's p5-p95 span is {cs.spread:.4g} against the "
+                f"baseline's {bs.spread:.4g}, {ratio:.2f}x (limit {limit:.2f}x)")
+        return ratio > limit, ratio, separated, text
+    rel_b = bs.spread / abs(bs.mean) if bs.mean else math.inf
+    rel_c = cs.spread / abs(cs.mean) if cs.mean else math.inf
+    ratio = rel_c / rel_b if rel_b > 0 else (1.0 if rel_c == 0 else math.inf)
+    tail, other = ("p95", "p5") if problem_type == "min" else ("p5", "p95")
+    text = (f"relative spread rule: the candidate's p5-p95 span is {100 * rel_c:.1f}% of its mean against the "
+            f"baseline's {100 * rel_b:.1f}%, {ratio:.2f}x (limit {limit:.2f}x), and its slow tail ({tail} "
+            f"{getattr(cs, tail):.4g}) does not beat the baseline's fast tail ({other} {getattr(bs, other):.4g})")
+    return ratio > limit and not separated, ratio, separated, text
+
+
 def welch_decide(baseline_samples: Sequence[float], candidate_samples: Sequence[float], problem_type: str = "min", *,
                  alpha: float = ALPHA, min_effect: float = MIN_EFFECT, max_spread_ratio: float = MAX_SPREAD_RATIO,
-                 max_cv: float = MAX_CV) -> Verdict:
+                 max_cv: float = MAX_CV, spread_rule: str = "relative") -> Verdict:
     """Apply the ship rule: KEPT only when p < alpha, d > min_effect, the mean is better, the spread
-    is at most max_spread_ratio times the baseline's and neither side's CV exceeds max_cv."""
+    passes ``spread_rule`` (at most max_spread_ratio times the baseline's; see SPREAD_RULES) and
+    neither side's CV exceeds max_cv."""
     _check_problem_type(problem_type)
     bs, cs = Summary.of(baseline_samples), Summary.of(candidate_samples)
     w = welch_one_sided(baseline_samples, candidate_samples, problem_type)
     d = cohens_d(baseline_samples, candidate_samples, problem_type)
     better = cs.mean < bs.mean if problem_type == "min" else cs.mean > bs.mean
-    ratio = cs.spread / bs.spread if bs.spread > 0 else (1.0 if cs.spread == 0 else math.inf)
+    wide, ratio, separated, spread_detail = spread_check(bs, cs, problem_type, spread_rule, max_spread_ratio)
     failed = {
         "noisy": bs.cv > max_cv or cs.cv > max_cv,
         "mean-not-better": not better,
         "not-significant": not w.p_value < alpha,
         "small-effect": not d > min_effect,
-        "wider-spread": ratio > max_spread_ratio,
+        "wider-spread": wide,
     }
     reasons = tuple(r for r in REASONS if failed[r])
-    values = dict(max_cv=max_cv, p=w.p_value, alpha=alpha, d=d, min_effect=min_effect, ratio=ratio,
-                  max_spread=max_spread_ratio)
+    values = dict(max_cv=max_cv, p=w.p_value, alpha=alpha, d=d, min_effect=min_effect, spread_detail=spread_detail)
     explanations = tuple(REASON_TEXT[r].format(**values) for r in reasons)
-    advice = NOISY_ADVICE if "noisy" in reasons else ()
+    advice = (NOISY_ADVICE if "noisy" in reasons else ()) + (SPREAD_ADVICE if "wider-spread" in reasons else ())
     decision = KEPT if not reasons else f"REJECTED:{reasons[0]}"
-    return Verdict(decision, reasons, bs, cs, w.p_value, d, w.t, w.df, problem_type, explanations, advice)
+    return Verdict(decision, reasons, bs, cs, w.p_value, d, w.t, w.df, problem_type, explanations, advice,
+                   spread_rule, ratio, separated)

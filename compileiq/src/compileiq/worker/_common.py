@@ -6,10 +6,14 @@ Kept private so that ``base.py`` stays the small, NVIDIA-shaped surface custom w
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing.forkserver
 import os
 import pickle
 import signal
+import sys
+import threading
+import types
 import warnings
 from typing import Any, Callable, NamedTuple
 
@@ -109,12 +113,43 @@ def kill_tree(process) -> None:
 
 
 def preload_in_forkserver(ctx) -> None:
-    # imported once by the fork server instead of once per worker (compileiq pulls in pandas: ~0.3 s);
-    # no effect when the fork server already runs, and the user's own preloads are kept
+    # imported once by the fork server instead of once per worker (compileiq pulls in pandas: ~0.3 s).
+    # Never "__main__" (multiprocessing's default): the fork server would run the user's script again.
+    # No effect when the fork server already runs; the user's other preloads are kept.
     server = getattr(multiprocessing.forkserver, "_forkserver", None)
-    modules = list(getattr(server, "_preload_modules", None) or ["__main__"])
+    modules = [m for m in (getattr(server, "_preload_modules", None) or []) if m != "__main__"]
     if "compileiq.worker._child" not in modules:
-        ctx.set_forkserver_preload(modules + ["compileiq.worker._child"])
+        modules.append("compileiq.worker._child")
+    ctx.set_forkserver_preload(modules)
+
+
+_start_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def main_hidden(ctx):
+    """Start spawn / forkserver workers without re-running the user's main module.
+
+    multiprocessing makes such a child import the parent's ``__main__`` again (as ``__mp_main__``),
+    which runs an unguarded script's top level, i.e. starts the search again inside the worker.
+    Our workers need nothing from it: their entry point is ``compileiq.worker._child`` and the
+    objective arrives by cloudpickle, by value when it was defined in ``__main__``. So while a
+    process starts, ``__main__`` is a bare module with neither ``__file__`` nor ``__spec__``, which is
+    what multiprocessing sees in an interactive session or a notebook; the child then imports
+    nothing of the user's. ``fork`` copies the parent and imports nothing either way."""
+    if ctx.get_start_method() == "fork":
+        yield
+        return
+    with _start_lock:
+        real = sys.modules.get("__main__")
+        stub = types.ModuleType("__main__")
+        stub.__spec__ = None
+        sys.modules["__main__"] = stub
+        try:
+            yield
+        finally:
+            if real is not None:
+                sys.modules["__main__"] = real
 
 
 def dump_score(score: Score) -> bytes:

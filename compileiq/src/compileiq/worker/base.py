@@ -53,7 +53,7 @@ def evaluate_call(function: Callable, params: Any, param_id: Any, num_objectives
             text += LOG_ONLY_MARKER + str(detail).rstrip() + "\n"
         return Score(INVALID_SCORE, param_id, params, num_objectives, is_baseline=is_baseline, metadata=meta,
                      error=text, failure="exception", elapsed=time.perf_counter() - t0)
-    return Score(raw, param_id, params, num_objectives, is_baseline=is_baseline, metadata=meta,
+    return Score(raw, param_id, params, num_objectives, is_baseline=is_baseline, metadata=meta, strict=False,
                  elapsed=time.perf_counter() - t0)
 
 

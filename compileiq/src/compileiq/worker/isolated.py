@@ -16,7 +16,7 @@ import cloudpickle
 from .. import _env
 from ..utils.validation import Score
 from ._common import (Job, describe_exit, dump_score, kill_tree, load_score, num_workers_arg, own_process_group,
-                      pickle_objective, preload_in_forkserver, run_batches, task_timeout_arg, warn_ignored)
+                      main_hidden, pickle_objective, preload_in_forkserver, run_batches, task_timeout_arg, warn_ignored)
 from .base import Worker, evaluate_call, failed_score
 
 
@@ -78,7 +78,8 @@ class IsoMultiProcessWorker(Worker):
                     recv, send = ctx.Pipe(duplex=False)
                     process = ctx.Process(target=_evaluate_once, args=(send, fn_bytes, job, k, index),
                                           name=f"compileiq-isolated-{index}")
-                    process.start()
+                    with main_hidden(ctx):
+                        process.start()
                     send.close()  # ours; EOF on recv then means the child is gone
                     running.append(_Running(job, process, recv, index))
                 wait = None

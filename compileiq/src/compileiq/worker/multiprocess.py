@@ -26,7 +26,7 @@ from .. import _env
 from ..errors import WorkerStartError
 from ..utils.validation import Score
 from . import _child
-from ._common import (Job, describe_exit, kill_tree, load_score, num_workers_arg, pickle_objective,
+from ._common import (Job, describe_exit, kill_tree, load_score, main_hidden, num_workers_arg, pickle_objective,
                       preload_in_forkserver, run_batches, task_timeout_arg, warn_ignored)
 from ._transport import HELLO, FrameReader, frame, send_all, tune
 from .base import Worker, failed_score
@@ -39,10 +39,8 @@ _STOP_GRACE = 2.0  # seconds close() lets workers exit on their own (flushing th
 
 def _start_causes(mode: str) -> str:
     others = " or ".join(f"CIQ_PROCESS_MODE={m}" for m in _env.PROCESS_MODES if m != mode)
-    return ("Likely causes: heavy imports at start-up in the main module (spawn and forkserver workers import "
-            "__main__ again) or in the objective's module, or the process mode. Fixes: raise the limit, e.g. "
-            f"CIQ_SOCKET_TIMEOUT=120; try {others}; keep the entry point of your script under "
-            "`if __name__ == \"__main__\":`")
+    return ("Likely causes: heavy imports at start-up in the objective's module, a slow or overloaded machine, or "
+            f"the process mode. Fixes: raise the limit, e.g. CIQ_SOCKET_TIMEOUT=120; try {others}")
 
 
 class _Proc:
@@ -114,7 +112,8 @@ class _Pool:
         launch_id = next(self.launch_ids)
         process = self.ctx.Process(target=_child.main, name=f"compileiq-worker-{index}",
                                    args=("127.0.0.1", self.port, self.token, launch_id, index, hb_interval))
-        process.start()
+        with main_hidden(self.ctx):
+            process.start()
         proc = _Proc(index, launch_id, process, time.monotonic())
         self.procs.append(proc)
         self.sel.register(process.sentinel, selectors.EVENT_READ, ("exit", proc))
@@ -424,9 +423,9 @@ class MultiProcessWorker(Worker):
                 raise WorkerStartError(
                     f"{self._start_deaths} worker processes in a row exited before connecting back to the parent "
                     f"(the last with {describe_exit(exitcode)}; process mode {pool.mode}); their error output is "
-                    f"above. A worker imports the main module (spawn and forkserver) and compileiq before it "
-                    f"connects: fix the exception it prints, or keep the entry point of your script under "
-                    f"`if __name__ == \"__main__\":`; CIQ_PROCESS_MODE=fork avoids the re-import")
+                    f"above. A worker imports compileiq (never your script) before it connects: fix the "
+                    f"exception it prints (a broken environment, e.g. a package that fails to import), or "
+                    f"try another CIQ_PROCESS_MODE")
             log.warning("worker %d (pid %s) exited before connecting (%s); starting a replacement",
                         proc.index, meta["pid"], describe_exit(exitcode))
             return

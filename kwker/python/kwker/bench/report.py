@@ -123,6 +123,17 @@ def avx2_intro(info):
         "samples with child samples.")
 
 
+def overhead_intro(o):
+    """The per-call cost of each backend, measured in this run (kwker._overhead)."""
+    if not o:
+        return ""
+    def us(s):
+        return "not loadable here" if s is None else f"{s * 1e6:.2f} µs"
+    return (f"Per-call cost of `kwker.sort` on {o['elements']} float64 elements in this run: "
+            f"fast path (`_fast`) {us(o.get('fast'))}, ctypes backend {us(o.get('ctypes'))}; "
+            f"`np.sort` {us(o.get('numpy'))} (best of 5 batches of 400 calls).")
+
+
 def markdown(result):
     env = result["environment"]
     rows = result["rows"]
@@ -135,7 +146,8 @@ def markdown(result):
         skipped = [s for s in result["skipped"]
                    if (key == "8") == s["name"].startswith("avx2/")
                    and (key == "8" or _section_of(s["name"]) == key)]
-        intro = avx2_intro(env.get("avx2_baseline")) if key == "8" else ""
+        intro = (avx2_intro(env.get("avx2_baseline")) if key == "8" else
+                 overhead_intro(env.get("call_overhead")) if key == "11" else "")
         if not sec and not skipped and not intro:
             continue
         lines += [f"## {title}", ""]

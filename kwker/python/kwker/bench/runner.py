@@ -344,6 +344,9 @@ def main(argv=None):
 
     wall = time.perf_counter() - wall0
     env = environment(runner.mods, sizes, avx2_info)
+    if any(case.section == "11" for case, _ in plan):
+        from kwker import _overhead
+        env["call_overhead"] = _overhead.measure()
     env["other_load"] = meter.report()
     result = {
         "schema": SCHEMA,

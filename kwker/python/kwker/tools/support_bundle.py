@@ -389,6 +389,13 @@ def _parser():
     return p
 
 
+# Where bundles go (the troubleshooting page says the same). The first line printed is the
+# bundle's path, so scripts can read it; this follows.
+SEND_TO = ("Send this file, with a few lines on what you ran and what happened, through the "
+           "support form or to mail@kwker.io. It holds none of your data; every file in it is "
+           "plain text or JSON that you can read before sending.")
+
+
 def main(argv):
     try:
         args = _parser().parse_args(list(argv))
@@ -405,4 +412,5 @@ def main(argv):
               " no bundle was written", file=sys.stderr)
         return 1
     print(path)
+    print(SEND_TO)
     return 0

@@ -1,0 +1,352 @@
+// Kwker against the best native sorts, in one C++ program (`make bench-native`).
+//
+//   kwker_native_bench --kwker PATH[=LABEL] [--kwker PATH=LABEL ...] [--quick] [--rounds N]
+//                      [--only SUBSTRING] [--json PATH]
+//
+// Every libkwker given is loaded in its own link namespace (dlmopen), so the current build and
+// a previous release are timed side by side in the same run. Competitors, as Debian packages
+// them: Highway's vqsort (libhwy-dev), ips4o sequential and parallel (libips4o-dev, on a
+// persistent std::thread pool), pdqsort (pdqsort-dev, branchless) and std::sort.
+//
+// Method: for every case (dtype x size x distribution x thread count) all libraries run in
+// interleaved rounds, in an order rotated each round. Before each timed run the input is copied
+// into a pre-faulted buffer (not timed); after it the output is verified: non-decreasing, and
+// a permutation of the input (the same multiset hash, so no reference sort is needed). The table gives medians over the rounds with the spread (min-max), and how much CPU
+// other processes used while the benchmark ran.
+#include <dlfcn.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <hwy/contrib/sort/vqsort.h>
+#include <ips4o.hpp>
+#include <pdqsort.h>
+
+#include "kwker/kwker.h"
+
+namespace {
+
+double now() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+// ---- libkwker builds, each in its own namespace ----
+struct KwkerLib {
+  std::string label;
+  int (*sort)(int, void *, int64_t, unsigned, int) = nullptr;
+  const char *(*version)() = nullptr;
+  const char *(*get_isa)() = nullptr;
+  const char *(*last_error)() = nullptr;
+};
+
+KwkerLib load_kwker(const std::string &arg) {
+  const size_t eq = arg.find('=');
+  const std::string path = arg.substr(0, eq);
+  KwkerLib lib;
+  lib.label = eq == std::string::npos ? "kwker" : arg.substr(eq + 1);
+  void *h = dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    std::fprintf(stderr, "kwker_native_bench: cannot load %s: %s\n", path.c_str(), dlerror());
+    std::exit(2);
+  }
+  lib.sort = reinterpret_cast<decltype(lib.sort)>(dlsym(h, "kwker_sort"));
+  lib.version = reinterpret_cast<decltype(lib.version)>(dlsym(h, "kwker_version"));
+  lib.get_isa = reinterpret_cast<decltype(lib.get_isa)>(dlsym(h, "kwker_get_isa"));
+  lib.last_error = reinterpret_cast<decltype(lib.last_error)>(dlsym(h, "kwker_last_error"));
+  if (!lib.sort || !lib.version || !lib.get_isa) {
+    std::fprintf(stderr, "kwker_native_bench: %s is not a libkwker (missing symbols)\n",
+                 path.c_str());
+    std::exit(2);
+  }
+  return lib;
+}
+
+// ---- inputs ----
+enum Dist { kUniform, kDup10, kDistinct16, kSorted, kReversed, kAllEqual, kOrganPipe,
+            kSortedSwaps, kNumDists };
+const char *const kDistNames[kNumDists] = {"uniform", "10% duplicates", "16 distinct",
+                                           "sorted", "reversed", "all equal", "organ pipe",
+                                           "sorted + 1% swaps"};
+
+template <class T> T from_u64(uint64_t r) {
+  if constexpr (std::is_floating_point<T>::value) return T(double(r >> 11) * 0x1.0p-53);
+  else return T(r);
+}
+
+template <class T> std::vector<T> make_input(int dist, size_t n, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<T> a(n);
+  switch (dist) {
+    case kDup10: {  // 10% of the keys repeat another key
+      for (size_t i = 0; i < n; ++i) a[i] = from_u64<T>(g());
+      for (size_t i = 0; i < n / 10; ++i) a[g() % n] = a[g() % n];
+      break;
+    }
+    case kDistinct16: {
+      T v[16];
+      for (T &x : v) x = from_u64<T>(g());
+      for (size_t i = 0; i < n; ++i) a[i] = v[g() % 16];
+      break;
+    }
+    case kAllEqual: std::fill(a.begin(), a.end(), from_u64<T>(g())); break;
+    default:
+      for (size_t i = 0; i < n; ++i) a[i] = from_u64<T>(g());
+  }
+  if (dist == kSorted || dist == kSortedSwaps || dist == kOrganPipe) std::sort(a.begin(), a.end());
+  if (dist == kReversed) std::sort(a.begin(), a.end(), std::greater<T>());
+  if (dist == kOrganPipe) {  // ascending then descending
+    std::vector<T> b(n);
+    for (size_t i = 0; i < n; ++i) b[i % 2 ? n - 1 - i / 2 : i / 2] = a[i];
+    a.swap(b);
+  }
+  if (dist == kSortedSwaps)
+    for (size_t i = 0; i < n / 100; ++i) std::swap(a[g() % n], a[g() % n]);
+  return a;
+}
+
+// ---- libraries under test ----
+struct Lib {
+  std::string name;
+  int threads;
+  std::function<bool(void *, size_t)> run;  // sorts in place; false on an error
+  bool sorts = true;                        // false: the "copy" floor, not verified
+};
+
+template <class T> int kwker_dtype() {
+  if constexpr (std::is_same<T, float>::value) return KWKER_FLOAT32;
+  else if constexpr (std::is_same<T, double>::value) return KWKER_FLOAT64;
+  else if constexpr (std::is_same<T, int32_t>::value) return KWKER_INT32;
+  else return KWKER_INT64;
+}
+
+template <class T>
+std::vector<Lib> libraries(const std::vector<KwkerLib> &kw, int threads, bool slow_ok,
+                           ips4o::StdThreadPool &pool) {
+  std::vector<Lib> libs;
+  for (const KwkerLib &k : kw) {
+    auto sort = k.sort;
+    libs.push_back({k.label, threads, [sort, threads](void *p, size_t n) {
+                      return sort(kwker_dtype<T>(), p, int64_t(n), 0, threads) == KWKER_OK;
+                    }});
+  }
+  if (threads == 1) {
+    // The floor: one plain copy of the array, the cost of touching every key once.
+    libs.push_back({"copy", 1, [](void *p, size_t n) {
+                      static std::vector<T> dst;
+                      if (dst.size() < n) dst.assign(n, T());
+                      std::memcpy(dst.data(), p, n * sizeof(T));
+                      return true;
+                    }, false});
+    static const hwy::Sorter sorter;
+    libs.push_back({"vqsort", 1, [](void *p, size_t n) {
+                      sorter(static_cast<T *>(p), n, hwy::SortAscending());
+                      return true;
+                    }});
+    libs.push_back({"ips4o", 1, [](void *p, size_t n) {
+                      T *a = static_cast<T *>(p);
+                      ips4o::sort(a, a + n);
+                      return true;
+                    }});
+    if (slow_ok) {
+      libs.push_back({"pdqsort", 1, [](void *p, size_t n) {
+                        T *a = static_cast<T *>(p);
+                        pdqsort_branchless(a, a + n);
+                        return true;
+                      }});
+      libs.push_back({"std::sort", 1, [](void *p, size_t n) {
+                        T *a = static_cast<T *>(p);
+                        std::sort(a, a + n);
+                        return true;
+                      }});
+    }
+  } else {
+    libs.push_back({"ips4o-par", threads, [&pool](void *p, size_t n) {
+                      T *a = static_cast<T *>(p);
+                      ips4o::parallel::sort(a, a + n, std::less<>(), pool);
+                      return true;
+                    }});
+  }
+  return libs;
+}
+
+// Order-independent hash of a multiset of keys: equal for any permutation, different (with
+// overwhelming probability) when a key is lost, duplicated or changed.
+template <class T> uint64_t multiset_hash(const T *a, size_t n) {
+  uint64_t h = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t z = 0;
+    std::memcpy(&z, &a[i], sizeof(T));
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    h += z ^ (z >> 31);
+  }
+  return h;
+}
+
+template <class T> bool verified(const T *a, size_t n, uint64_t want_hash) {
+  for (size_t i = 1; i < n; ++i)
+    if (a[i] < a[i - 1]) return false;
+  return multiset_hash(a, n) == want_hash;
+}
+
+struct Stat {
+  double median, lo, hi;
+};
+Stat stat(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front(), v.back()};
+}
+
+// Total CPU seconds all processes used (from /proc/stat) and this process's own.
+void cpu_totals(double &all, double &own) {
+  all = 0;
+  if (FILE *f = std::fopen("/proc/stat", "r")) {
+    unsigned long long v[10] = {};
+    if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                    &v[3], &v[4], &v[5], &v[6], &v[7]) >= 3)
+      all = double(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / double(sysconf(_SC_CLK_TCK));
+    std::fclose(f);
+  }
+  rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  own = ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec + ru.ru_stime.tv_sec +
+        1e-6 * ru.ru_stime.tv_usec;
+}
+
+struct Options {
+  std::vector<KwkerLib> kwker;
+  bool quick = false;
+  int rounds = 7;
+  std::string only;
+  std::string json;
+};
+
+int g_failures = 0;
+std::string g_json;  // one object per (case, library), for report.py
+
+template <class T>
+void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool) {
+  std::vector<size_t> sizes = {100000, 1000000, 10000000};
+  if (!opt.quick) sizes.push_back(100000000);
+  for (size_t n : sizes) {
+    std::vector<T> work(n);
+    std::memset(work.data(), 0, n * sizeof(T));  // pre-faulted once, reused by every run
+    for (int dist = 0; dist < kNumDists; ++dist) {
+      // 1e8 only for the random inputs: each run there takes about a second.
+      if (n > 10000000 && dist != kUniform && dist != kDup10) continue;
+      const std::vector<T> input = make_input<T>(dist, n, 42 + n + dist);
+      const uint64_t want = multiset_hash(input.data(), n);
+      for (int threads : {1, 2}) {
+        char label[160];
+        std::snprintf(label, sizeof label, "%s | %s | %zu | %d", dtype, kDistNames[dist], n,
+                      threads);
+        if (!opt.only.empty() && std::string(label).find(opt.only) == std::string::npos)
+          continue;
+        const bool slow_ok = !(opt.quick && n >= 10000000) && n <= 10000000;
+        std::vector<Lib> libs = libraries<T>(opt.kwker, threads, slow_ok, pool);
+        std::vector<std::vector<double>> times(libs.size());
+        const int rounds = n > 10000000 ? 3 : opt.quick ? std::min(opt.rounds, 5) : opt.rounds;
+        for (int r = 0; r < rounds; ++r)
+          for (size_t j = 0; j < libs.size(); ++j) {
+            const size_t i = (j + size_t(r)) % libs.size();
+            std::memcpy(work.data(), input.data(), n * sizeof(T));
+            const double t0 = now();
+            const bool ok = libs[i].run(work.data(), n);
+            times[i].push_back((now() - t0) * 1e9 / double(n));
+            if (!ok || (libs[i].sorts && !verified(work.data(), n, want))) {
+              std::fprintf(stderr, "WRONG RESULT: %s on %s\n", libs[i].name.c_str(), label);
+              ++g_failures;
+            }
+          }
+        std::printf("| %s |", label);
+        for (size_t i = 0; i < libs.size(); ++i) {
+          Stat s = stat(times[i]);
+          std::printf(" %s %.2f [%.2f-%.2f]", libs[i].name.c_str(), s.median, s.lo, s.hi);
+          char rec[400];
+          std::snprintf(rec, sizeof rec,
+                        "%s{\"dtype\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"threads\": %d, "
+                        "\"lib\": \"%s\", \"ns_median\": %.4f, \"ns_min\": %.4f, "
+                        "\"ns_max\": %.4f, \"rounds\": %zu}",
+                        g_json.empty() ? "" : ",\n", dtype, kDistNames[dist], n, threads,
+                        libs[i].name.c_str(), s.median, s.lo, s.hi, times[i].size());
+          g_json += rec;
+        }
+        std::printf(" |\n");
+        std::fflush(stdout);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  Options opt;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--kwker" && i + 1 < argc) opt.kwker.push_back(load_kwker(argv[++i]));
+    else if (a == "--quick") opt.quick = true;
+    else if (a == "--rounds" && i + 1 < argc) opt.rounds = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--only" && i + 1 < argc) opt.only = argv[++i];
+    else if (a == "--json" && i + 1 < argc) opt.json = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: kwker_native_bench --kwker PATH[=LABEL] [--kwker ...] "
+                           "[--quick] [--rounds N] [--only SUBSTRING] [--json PATH]\n");
+      return 2;
+    }
+  }
+  if (opt.kwker.empty()) {
+    std::fprintf(stderr, "kwker_native_bench: give at least one --kwker PATH\n");
+    return 2;
+  }
+  ips4o::StdThreadPool pool(2);
+  double all0, own0;
+  cpu_totals(all0, own0);
+  const double wall0 = now();
+  std::printf("# Native sort benchmark: ns per element, median [min-max] of %d interleaved "
+              "rounds (3 at 1e8)\n\n", opt.rounds);
+  for (const KwkerLib &k : opt.kwker)
+    std::printf("- %s: libkwker %s, engine %s\n", k.label.c_str(), k.version(), k.get_isa());
+  std::printf("- vqsort: Highway %s (Debian), ips4o and pdqsort (Debian), std::sort "
+              "(libstdc++); ips4o-par on a persistent 2-thread pool\n\n", KWKER_HWY_VERSION);
+  std::printf("| dtype | input | n | threads | results |\n|---|---|---:|---:|---|\n");
+  run_dtype<float>("float32", opt, pool);
+  run_dtype<int32_t>("int32", opt, pool);
+  run_dtype<double>("float64", opt, pool);
+  run_dtype<int64_t>("int64", opt, pool);
+  double all1, own1;
+  cpu_totals(all1, own1);
+  const double wall = now() - wall0, others = (all1 - all0) - (own1 - own0);
+  std::printf("\nwall time %.1f s; other processes used %.1f CPU-s meanwhile (%.0f%% of %u "
+              "CPUs); %d wrong results\n", wall, others > 0 ? others : 0.0,
+              100.0 * (others > 0 ? others : 0.0) / (wall * std::thread::hardware_concurrency()),
+              std::thread::hardware_concurrency(), g_failures);
+  if (!opt.json.empty()) {
+    FILE *f = std::fopen(opt.json.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "kwker_native_bench: cannot write %s\n", opt.json.c_str());
+      return 2;
+    }
+    std::fprintf(f, "{\"wall_s\": %.1f, \"other_cpu_s\": %.1f, \"cpus\": %u, "
+                    "\"wrong_results\": %d, \"results\": [\n%s\n]}\n",
+                 wall, others > 0 ? others : 0.0, std::thread::hardware_concurrency(),
+                 g_failures, g_json.c_str());
+    std::fclose(f);
+  }
+  return g_failures ? 1 : 0;
+}

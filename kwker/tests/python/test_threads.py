@@ -1,0 +1,115 @@
+"""Kwker from many Python threads at once: every result equals a single-threaded run.
+
+Calls on 10,000 elements or more release the GIL, so on this (GIL) build the C library already
+runs from 8 threads at once: the thread pool, the scratch cache, the engine selection and the
+error messages are shared by all of them. On a free-threaded interpreter (3.13t) every call runs
+concurrently; the same test is what must pass there, and the extension must keep the GIL off.
+"""
+import sys
+import sysconfig
+import threading
+
+import numpy as np
+import pytest
+
+import kwker
+
+THREADS = 8
+
+
+def _inputs():
+    rng = np.random.default_rng(7)
+    out = []
+    for dtype in ("float32", "float64", "int64", "int16", "uint8"):
+        for n in (7, 300, 20_000, 150_000):
+            a = (rng.standard_normal(n) * 1000).astype(dtype)
+            if a.dtype.kind == "f":
+                a[::17] = np.nan
+            out.append(a)
+    return out
+
+
+def _calls(a):
+    """Each entry point on `a`, returning arrays to compare."""
+    m = a[: a.size // 4 * 4].reshape(-1, 4)
+    offsets = np.array([0, a.size // 3, a.size // 3 + 5, a.size], dtype=np.int64)
+    return [
+        ("sort", lambda: kwker.sort(a)),
+        ("sort desc", lambda: kwker.sort(a, descending=True, threads=2)),
+        ("argsort", lambda: kwker.argsort(a)),
+        ("argsort rows", lambda: kwker.argsort(m, axis=1)),
+        ("sort rows", lambda: kwker.sort(m, axis=1, nans_first=True)),
+        ("segments", lambda: kwker.sort_segments(a, offsets, return_indices=True)[1]),
+        ("topk", lambda: kwker.topk(m, 2, axis=1)[1]),
+    ]
+
+
+def _run_all(inputs):
+    return [[fn() for _, fn in _calls(a)] for a in inputs]
+
+
+def test_sorts_from_8_threads_at_once_equal_one_thread():
+    inputs = _inputs()
+    expected = _run_all(inputs)
+    barrier = threading.Barrier(THREADS)
+    errors = []
+
+    def worker(seed):
+        try:
+            barrier.wait()
+            order = np.random.default_rng(seed).permutation(len(inputs))
+            for _ in range(2):
+                for i in order:
+                    for (name, fn), want in zip(_calls(inputs[i]), expected[i]):
+                        got = fn()
+                        if got.tobytes() != want.tobytes():
+                            errors.append(f"{name} on {inputs[i].dtype}[{inputs[i].size}]")
+        except Exception as exc:  # a crash in a thread must fail the test, not vanish
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_errors_stay_with_the_thread_that_caused_them():
+    """The C library's error message is per thread: a bad call in one thread never shows up
+    as another thread's message. Through ctypes, which releases the GIL around every foreign
+    call, so other threads run between the failing call and the read of its message."""
+    from kwker import _backend, _dtypes
+    impl = _backend._load("ctypes")
+    barrier = threading.Barrier(THREADS)
+    seen = []
+    a = np.arange(3, dtype=np.int64)
+
+    def worker(k):
+        bad = np.array([0, 5 + k], dtype=np.int64)  # the C layer rejects it, naming the value
+        out = np.empty(3, np.int64)
+        barrier.wait()
+        for _ in range(300):
+            try:
+                impl.argsort_segments(_dtypes.INT64, a, bad, out, 0, 0)
+            except ValueError as exc:
+                seen.append((k, str(exc)))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(THREADS)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert len(seen) == THREADS * 300
+    assert all(f"offsets[1] = {5 + k} is outside [0, 3]" in msg for k, msg in seen), seen[:3]
+
+
+@pytest.mark.skipif(not sysconfig.get_config_var("Py_GIL_DISABLED"),
+                    reason="needs a free-threaded interpreter (3.13t); this one has a GIL")
+def test_the_extension_keeps_the_gil_off():
+    assert not sys._is_gil_enabled()
