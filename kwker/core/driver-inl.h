@@ -8,6 +8,7 @@
 
 #include "core/engine.h"
 #include "core/engine_ns-inl.h"
+#include "core/few-inl.h"
 #include "core/keys-inl.h"
 #include "core/parallel-inl.h"
 #include "core/radix-inl.h"
@@ -125,13 +126,21 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
     keys[kBlock] = c.enc(src[lo - 1]);  // the key before the first block
     for (size_t b = lo; b < hi && ok; b += kBlock) {
       const size_t e = b + kBlock < hi ? b + kBlock : hi, m = e - b;
-      keys[0] = keys[kBlock];
-      for (size_t i = 0; i < m; ++i) keys[i + 1] = c.enc(src[b + i]);
-      if (asc)
-        for (size_t i = 0; i < m; ++i) ok &= keys[i] <= keys[i + 1];
-      else
-        for (size_t i = 0; i < m; ++i) ok &= keys[i] >= keys[i + 1];
-      keys[kBlock] = keys[m];
+      if (c.identity()) {  // the keys are the values: no buffer needed
+        const K *k = reinterpret_cast<const K *>(src) + b;
+        if (asc)
+          for (size_t i = 0; i < m; ++i) ok &= k[i - 1] <= k[i];
+        else
+          for (size_t i = 0; i < m; ++i) ok &= k[i - 1] >= k[i];
+      } else {
+        keys[0] = keys[kBlock];
+        for (size_t i = 0; i < m; ++i) keys[i + 1] = c.enc(src[b + i]);
+        if (asc)
+          for (size_t i = 0; i < m; ++i) ok &= keys[i] <= keys[i + 1];
+        else
+          for (size_t i = 0; i < m; ++i) ok &= keys[i] >= keys[i + 1];
+        keys[kBlock] = keys[m];
+      }
       if (ok && copy_to) {
         if (asc) {
           memcpy(copy_to + b, src + b, m * sizeof(src[0]));
@@ -183,6 +192,7 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
       return;
     }
   }
+  if (sizeof(K) >= 4 && n >= kFewDistinctMin && sort_few_distinct(c, src, dst, n)) return;
   if (sizeof(K) >= 4 && want_partition_sort(ctx, n, dst != src)) {
     auto get = [c, src](size_t i) { return c.enc(src[i]); };
     if (dst != src) {
