@@ -291,6 +291,31 @@ void restore_nans(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   parallel_tasks(ctx, T_, fill);
 }
 
+// In place, NaN-free IEEE floats sort as the signed integers of their bit patterns, except that
+// the negative ones come out reversed (a larger magnitude is a larger integer): one integer
+// sort, then one reversal of the negative block, with no encoding or decoding pass. -0.0 is the
+// smallest integer, so the reversal puts it right next to 0.0, where the total order wants it.
+template <class Codec>
+void sort_floats_as_ints(CallCtx &ctx, const Codec c, typename Codec::T *a, size_t n) {
+  using K = typename Codec::K;
+  const bool desc = c.flip != 0;
+  IntCodec<K, false> ic(desc ? KWKER_DESCENDING : 0u);
+  K *k = reinterpret_cast<K *>(a);
+  sort_values(ctx, ic, k, k, n);
+  // The negative block (a prefix ascending, a suffix descending), by binary search.
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if ((k[mid] < 0) != desc) lo = mid + 1;
+    else hi = mid;
+  }
+  const size_t neg = desc ? n - lo : lo;
+  if (neg > 1) {
+    K *b = desc ? k + (n - neg) : k;
+    reverse_copy(ctx, b, b, neg);
+  }
+}
+
 template <class Codec>
 void sort_copy_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                     typename Codec::T *dst, size_t n) {
@@ -301,8 +326,12 @@ void sort_copy_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   if constexpr (Codec::kNanPayload) {
     if (dst == src) {
       size_t nans = gather_nans(c, dst, n);
+      auto *rest = c.nans_first() ? dst + nans : dst;
+      if constexpr (sizeof(typename Codec::K) >= 4) {
+        sort_floats_as_ints(ctx, c, rest, n - nans);
+        return;
+      }
       if (nans) {
-        auto *rest = c.nans_first() ? dst + nans : dst;
         sort_values(ctx, c, rest, rest, n - nans);
         return;
       }
