@@ -8,6 +8,7 @@
 
 #include "core/engine.h"
 #include "core/engine_ns-inl.h"
+#include "core/few-inl.h"
 #include "core/keys-inl.h"
 #include "core/parallel-inl.h"
 #include "core/radix-inl.h"
@@ -125,13 +126,21 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
     keys[kBlock] = c.enc(src[lo - 1]);  // the key before the first block
     for (size_t b = lo; b < hi && ok; b += kBlock) {
       const size_t e = b + kBlock < hi ? b + kBlock : hi, m = e - b;
-      keys[0] = keys[kBlock];
-      for (size_t i = 0; i < m; ++i) keys[i + 1] = c.enc(src[b + i]);
-      if (asc)
-        for (size_t i = 0; i < m; ++i) ok &= keys[i] <= keys[i + 1];
-      else
-        for (size_t i = 0; i < m; ++i) ok &= keys[i] >= keys[i + 1];
-      keys[kBlock] = keys[m];
+      if (c.identity()) {  // the keys are the values: no buffer needed
+        const K *k = reinterpret_cast<const K *>(src) + b;
+        if (asc)
+          for (size_t i = 0; i < m; ++i) ok &= k[i - 1] <= k[i];
+        else
+          for (size_t i = 0; i < m; ++i) ok &= k[i - 1] >= k[i];
+      } else {
+        keys[0] = keys[kBlock];
+        for (size_t i = 0; i < m; ++i) keys[i + 1] = c.enc(src[b + i]);
+        if (asc)
+          for (size_t i = 0; i < m; ++i) ok &= keys[i] <= keys[i + 1];
+        else
+          for (size_t i = 0; i < m; ++i) ok &= keys[i] >= keys[i + 1];
+        keys[kBlock] = keys[m];
+      }
       if (ok && copy_to) {
         if (asc) {
           memcpy(copy_to + b, src + b, m * sizeof(src[0]));
@@ -183,6 +192,7 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
       return;
     }
   }
+  if (sizeof(K) >= 4 && n >= kFewDistinctMin && sort_few_distinct(c, src, dst, n)) return;
   if (sizeof(K) >= 4 && want_partition_sort(ctx, n, dst != src)) {
     auto get = [c, src](size_t i) { return c.enc(src[i]); };
     if (dst != src) {
@@ -281,6 +291,31 @@ void restore_nans(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   parallel_tasks(ctx, T_, fill);
 }
 
+// In place, NaN-free IEEE floats sort as the signed integers of their bit patterns, except that
+// the negative ones come out reversed (a larger magnitude is a larger integer): one integer
+// sort, then one reversal of the negative block, with no encoding or decoding pass. -0.0 is the
+// smallest integer, so the reversal puts it right next to 0.0, where the total order wants it.
+template <class Codec>
+void sort_floats_as_ints(CallCtx &ctx, const Codec c, typename Codec::T *a, size_t n) {
+  using K = typename Codec::K;
+  const bool desc = c.flip != 0;
+  IntCodec<K, false> ic(desc ? KWKER_DESCENDING : 0u);
+  K *k = reinterpret_cast<K *>(a);
+  sort_values(ctx, ic, k, k, n);
+  // The negative block (a prefix ascending, a suffix descending), by binary search.
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if ((k[mid] < 0) != desc) lo = mid + 1;
+    else hi = mid;
+  }
+  const size_t neg = desc ? n - lo : lo;
+  if (neg > 1) {
+    K *b = desc ? k + (n - neg) : k;
+    reverse_copy(ctx, b, b, neg);
+  }
+}
+
 template <class Codec>
 void sort_copy_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                     typename Codec::T *dst, size_t n) {
@@ -291,8 +326,12 @@ void sort_copy_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   if constexpr (Codec::kNanPayload) {
     if (dst == src) {
       size_t nans = gather_nans(c, dst, n);
+      auto *rest = c.nans_first() ? dst + nans : dst;
+      if constexpr (sizeof(typename Codec::K) >= 4) {
+        sort_floats_as_ints(ctx, c, rest, n - nans);
+        return;
+      }
       if (nans) {
-        auto *rest = c.nans_first() ? dst + nans : dst;
         sort_values(ctx, c, rest, rest, n - nans);
         return;
       }

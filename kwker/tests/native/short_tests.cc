@@ -280,9 +280,32 @@ void test_packed64() {
   }
 }
 
+// Inputs of few distinct values (the dictionary-counting path): NaNs with several payloads and
+// both zeros among them, and the same with one value the sample cannot have seen (the attempt
+// must abort and the quicksort take over).
+void test_few_distinct() {
+  for (int dtype : {KWKER_FLOAT32, KWKER_FLOAT64, KWKER_INT32, KWKER_UINT64, KWKER_DATETIME})
+    for (int extra = 0; extra < 2; ++extra)
+      for (unsigned flags : {0u, unsigned(KWKER_DESCENDING | KWKER_NANS_FIRST)}) {
+        const int64_t n = 150000;
+        const int w = dtype_size(dtype);
+        std::vector<uint8_t> pool = kwker::ref::generate(dtype, kwker::ref::kSpecials, 12, 9);
+        std::vector<uint8_t> data(size_t(n * w));
+        uint64_t s = 12345;
+        for (int64_t i = 0; i < n; ++i) {
+          s = s * 6364136223846793005ull + 1442695040888963407ull;
+          std::memcpy(data.data() + i * w, pool.data() + (s >> 33) % 12 * w, size_t(w));
+        }
+        if (extra) std::memset(data.data() + (n - 7) * w, 0x5B, size_t(w));  // a late newcomer
+        check_1d_all(dtype, kwker::ref::kSpecials, n, flags,
+                     extra ? "few distinct + one unseen" : "few distinct", &data, 1);
+      }
+}
+
 }  // namespace
 
 void run_short_tests() {
+  test_few_distinct();
   test_row_lengths();
   test_ragged();
   test_knob_boundaries();
