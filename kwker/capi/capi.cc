@@ -315,6 +315,16 @@ KWKER_API int kwker_kth_rows(int dtype, const void *data, int64_t rows, int64_t 
   }, threads, rows * cols);
 }
 
+KWKER_API void *kwker_buffer_acquire(int64_t nbytes) {
+  if (nbytes < 0) return nullptr;
+  try {
+    return rt::scratch_acquire(size_t(nbytes));
+  } catch (...) {
+    return nullptr;
+  }
+}
+KWKER_API void kwker_buffer_release(void *buffer) { rt::scratch_release(buffer, 0); }
+
 KWKER_API int kwker_set_isa(const char *name) { return select_engine(name); }
 KWKER_API const char *kwker_get_isa(void) { return engine_name(current_engine()); }
 KWKER_API int kwker_isa_supported(const char *name) {

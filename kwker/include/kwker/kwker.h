@@ -126,6 +126,14 @@ KWKER_API int kwker_kth_rows(int dtype, const void *data, int64_t rows, int64_t 
                              int64_t rank, unsigned flags, void *out_value, int64_t *out_index,
                              int threads);
 
+/* Output buffers from Kwker's scratch cache (64-byte aligned): released buffers are kept up to
+ * the cache limit (kwker_set_scratch_cache, 1 GiB by default) and large ones ask for transparent
+ * huge pages, so repeated large results do not page-fault. NULL when the scratch limit
+ * (kwker_set_scratch_limit) refuses or memory is exhausted: allocate elsewhere then.
+ * kwker.torch_ops allocates its large results here. */
+KWKER_API void *kwker_buffer_acquire(int64_t nbytes);
+KWKER_API void kwker_buffer_release(void *buffer);
+
 /* ---- runtime controls ---- */
 /* Select an engine by name ("portable", "sse4.2", "avx2", "avx512"); NULL restores the best
  * engine this CPU supports and ignores KWKER_ISA from then on. */

@@ -13,6 +13,7 @@
 // Semantics are those of kwker/python/kwker/torch_ops/_kernels.py (the Python-registered
 // operators), which documents them; the two are checked against torch by the same battery.
 #include <ATen/EmptyTensor.h>
+#include <c10/core/CPUAllocator.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_unique2_cpu_dispatch.h>
@@ -105,15 +106,41 @@ void swap_first_two(Tensor &idx) {
   idx.copy_(flat.view(idx.sizes()));
 }
 
+// Large results come from Kwker's scratch cache: torch's CPU allocator maps fresh pages for
+// every large tensor, and faulting them in cost 30 ms of a 60 ms sort of 10,000 x 1,000 floats
+// here. Buffers released by their tensors return to the cache (kept up to its limit, 1 GiB by
+// default; kwker.release_scratch() empties it). The storage stays resizable.
+constexpr size_t kCachedOutputMin = size_t(8) << 20;
+
+struct KwkerAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t n) override {
+    void *p = n >= kCachedOutputMin ? kwker_buffer_acquire(int64_t(n)) : nullptr;
+    if (!p) return c10::GetCPUAllocator()->allocate(n);
+    return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
+  }
+  static void release(void *p) { kwker_buffer_release(p); }
+  void copy_data(void *dest, const void *src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+};
+
+KwkerAllocator g_allocator;
+
+// A contiguous CPU tensor for a result (sizes of the input, or any).
+Tensor result(c10::IntArrayRef sizes, at::ScalarType dtype) {
+  return at::detail::empty_generic(sizes, &g_allocator, c10::DispatchKeySet(c10::DispatchKey::CPU),
+                                   dtype, std::nullopt);
+}
+
 // ---- kernels (arguments already accepted) ----
 
 std::tuple<Tensor, Tensor> k_sort(const Tensor &self, int64_t d, bool descending,
                                   bool from_registration, int threads) {
   if (self.is_contiguous() && d == self.dim() - 1 && self.numel() > 0) {
     // The common call, kept short: allocation without the dispatcher (empty_like through it
-    // cost more than the sort of 1,000 floats).
-    Tensor vals = at::detail::empty_cpu(self.sizes(), self.scalar_type());
-    Tensor idx = at::detail::empty_cpu(self.sizes(), at::kLong);
+    // cost more than the sort of 1,000 floats), large results from Kwker's cache.
+    Tensor vals = result(self.sizes(), self.scalar_type());
+    Tensor idx = result(self.sizes(), at::kLong);
     const int64_t cols = self.size(d);
     check(kwker_sort_pairs_rows(code_of(self.scalar_type()), self.data_ptr(), vals.data_ptr(),
                                 idx.data_ptr<int64_t>(), self.numel() / cols, cols,
@@ -131,8 +158,8 @@ std::tuple<Tensor, Tensor> k_sort(const Tensor &self, int64_t d, bool descending
   Tensor v = vals, i = idx;
   if (!direct) {
     src = src.contiguous();
-    v = at::empty(src.sizes(), x.options());
-    i = at::empty(src.sizes(), x.options().dtype(at::kLong));
+    v = result(src.sizes(), x.scalar_type());
+    i = result(src.sizes(), at::kLong);
   }
   check(kwker_sort_pairs_rows(code_of(x.scalar_type()), src.data_ptr(), v.data_ptr(),
                               i.data_ptr<int64_t>(), x.numel() / cols, cols,

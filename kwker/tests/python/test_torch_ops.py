@@ -22,7 +22,8 @@ def _dispatch_state():
 
 def _install(ops_module, kind, **kw):
     if kind == "compiled":
-        ok, why = ops_module._compiled.availability()
+        from kwker.torch_ops import _compiled
+        ok, why = _compiled.availability()
         assert ok, f"the compiled operators must load in the test environment: {why}"
     assert ops_module.install(compiled=kind == "compiled", **kw) is True
     assert ops_module.status()["implementation"] == kind
@@ -306,3 +307,24 @@ def test_kernels_through_either_backend(backend, no_thresholds):
     want = torch.unique(y, return_inverse=True, return_counts=True)
     for g, w in zip(u, want):
         same(g, w)
+
+
+def test_large_compiled_results_come_from_kwkers_cache_and_go_back(torch_ops):
+    x = torch.rand(3_000_000)
+    ref = torch.sort(x, stable=True)  # torch's own
+    _install(torch_ops, "compiled")
+    kwker.release_scratch()
+    v, i = torch.sort(x)  # 12 MB of values, 24 MB of indices: both from Kwker's buffers
+    held = kwker.runtime_info()["scratch"]["in_use_bytes"]
+    assert held >= 36_000_000
+    assert torch.equal(v, ref.values) and torch.equal(i, ref.indices)
+    v.resize_(3000, 1000)  # a normal, resizable tensor (it moves to a new buffer)
+    assert v.shape == (3000, 1000)
+    del v, i
+    info = kwker.runtime_info()["scratch"]
+    assert info["in_use_bytes"] < held and info["cached_bytes"] >= 24_000_000
+    with kwker.config(scratch_limit=0):  # no Kwker buffers: torch's allocator, same results
+        v, i = torch.sort(x)
+        assert kwker.runtime_info()["scratch"]["in_use_bytes"] < held
+        assert torch.equal(i, ref.indices)
+    kwker.release_scratch()
