@@ -132,7 +132,28 @@ Tensor result(c10::IntArrayRef sizes, at::ScalarType dtype) {
                                    dtype, std::nullopt);
 }
 
+// Runs fn(first_row, row_count, threads) over all rows: one Kwker call, on Kwker's pool. (torch's
+// at::parallel_for is no alternative here: its OpenMP backend needs -fopenmp, which would load
+// a second OpenMP runtime next to torch's.)
+template <class Fn> void over_rows(int64_t rows, int64_t, int threads, Fn fn) {
+  check(fn(int64_t(0), rows, threads));
+}
+
 // ---- kernels (arguments already accepted) ----
+
+// The pair sort of rows x cols contiguous values of src into vals and idx.
+void sort_rows(const Tensor &src, Tensor &vals, Tensor &idx, int64_t rows, int64_t cols,
+               bool descending, int threads) {
+  const int code = code_of(src.scalar_type());
+  const auto *sp = static_cast<const char *>(src.data_ptr());
+  auto *vp = static_cast<char *>(vals.data_ptr());
+  int64_t *ip = idx.data_ptr<int64_t>();
+  const int64_t w = int64_t(src.element_size());
+  over_rows(rows, cols, threads, [&](int64_t r, int64_t n, int th) {
+    return kwker_sort_pairs_rows(code, sp + r * cols * w, vp + r * cols * w, ip + r * cols, n,
+                                 cols, descending ? kFlagsDesc : kFlagsAsc, th);
+  });
+}
 
 std::tuple<Tensor, Tensor> k_sort(const Tensor &self, int64_t d, bool descending,
                                   bool from_registration, int threads) {
@@ -142,9 +163,7 @@ std::tuple<Tensor, Tensor> k_sort(const Tensor &self, int64_t d, bool descending
     Tensor vals = result(self.sizes(), self.scalar_type());
     Tensor idx = result(self.sizes(), at::kLong);
     const int64_t cols = self.size(d);
-    check(kwker_sort_pairs_rows(code_of(self.scalar_type()), self.data_ptr(), vals.data_ptr(),
-                                idx.data_ptr<int64_t>(), self.numel() / cols, cols,
-                                descending ? kFlagsDesc : kFlagsAsc, threads));
+    sort_rows(self, vals, idx, self.numel() / cols, cols, descending, threads);
     if (corrupt_now(kSort, from_registration)) swap_first_two(idx);
     return {vals, idx};
   }
@@ -161,9 +180,7 @@ std::tuple<Tensor, Tensor> k_sort(const Tensor &self, int64_t d, bool descending
     v = result(src.sizes(), x.scalar_type());
     i = result(src.sizes(), at::kLong);
   }
-  check(kwker_sort_pairs_rows(code_of(x.scalar_type()), src.data_ptr(), v.data_ptr(),
-                              i.data_ptr<int64_t>(), x.numel() / cols, cols,
-                              descending ? kFlagsDesc : kFlagsAsc, threads));
+  sort_rows(src, v, i, x.numel() / cols, cols, descending, threads);
   if (!direct) {
     vals.movedim(d, -1).copy_(v);
     idx.movedim(d, -1).copy_(i);
@@ -181,10 +198,17 @@ std::tuple<Tensor, Tensor> k_topk(const Tensor &self, int64_t k, int64_t d, bool
   shape.back() = k;
   Tensor v = at::empty(shape, x.options());
   Tensor i = at::empty(shape, x.options().dtype(at::kLong));
-  if (v.numel())
-    check(kwker_topk_rows(code_of(x.scalar_type()), src.data_ptr(), rows, cols, k,
-                          largest ? kFlagsDesc : kFlagsAsc, 1, v.data_ptr(), i.data_ptr<int64_t>(),
-                          threads));
+  if (v.numel()) {
+    const int code = code_of(x.scalar_type());
+    const auto *sp = static_cast<const char *>(src.data_ptr());
+    auto *vp = static_cast<char *>(v.data_ptr());
+    int64_t *ip = i.data_ptr<int64_t>();
+    const int64_t w = int64_t(x.element_size());
+    over_rows(rows, cols, threads, [&](int64_t r, int64_t n, int th) {
+      return kwker_topk_rows(code, sp + r * cols * w, n, cols, k,
+                             largest ? kFlagsDesc : kFlagsAsc, 1, vp + r * k * w, ip + r * k, th);
+    });
+  }
   if (d != x.dim() - 1) {
     v = v.movedim(-1, d).contiguous();
     i = i.movedim(-1, d).contiguous();
@@ -201,9 +225,17 @@ std::tuple<Tensor, Tensor> k_kth(const Tensor &self, int64_t k, int64_t d, bool 
   auto shape = src.sizes().slice(0, src.dim() - 1);
   Tensor v = at::empty(shape, x.options());
   Tensor i = at::empty(shape, x.options().dtype(at::kLong));
-  if (rows)
-    check(kwker_kth_rows(code_of(x.scalar_type()), src.data_ptr(), rows, cols, k - 1, kFlagsAsc,
-                         v.data_ptr(), i.data_ptr<int64_t>(), threads));
+  if (rows) {
+    const int code = code_of(x.scalar_type());
+    const auto *sp = static_cast<const char *>(src.data_ptr());
+    auto *vp = static_cast<char *>(v.data_ptr());
+    int64_t *ip = i.data_ptr<int64_t>();
+    const int64_t w = int64_t(x.element_size());
+    over_rows(rows, cols, threads, [&](int64_t r, int64_t n, int th) {
+      return kwker_kth_rows(code, sp + r * cols * w, n, cols, k - 1, kFlagsAsc, vp + r * w,
+                            ip + r, th);
+    });
+  }
   if (keepdim) {
     v = v.unsqueeze(d);
     i = i.unsqueeze(d);
