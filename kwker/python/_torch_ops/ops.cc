@@ -132,11 +132,26 @@ Tensor result(c10::IntArrayRef sizes, at::ScalarType dtype) {
                                    dtype, std::nullopt);
 }
 
-// Runs fn(first_row, row_count, threads) over all rows: one Kwker call, on Kwker's pool. (torch's
-// at::parallel_for is no alternative here: its OpenMP backend needs -fopenmp, which would load
-// a second OpenMP runtime next to torch's.)
-template <class Fn> void over_rows(int64_t rows, int64_t, int threads, Fn fn) {
-  check(fn(int64_t(0), rows, threads));
+// Runs fn(first_row, row_count, threads) over rows. With several rows and torch threads, the
+// rows are split over torch's own intra-op threads (at::parallel_for) and each part runs on one
+// Kwker thread: right after a torch op, torch's OpenMP workers still spin on the other cores,
+// and Kwker's pool waiting for those cores lost its second thread. One row (or threads <= 1, or
+// 0: Kwker's own budget) goes to Kwker with its thread count.
+template <class Fn> void over_rows(int64_t rows, int64_t cols, int threads, Fn fn) {
+  if (rows < 2 || threads <= 1) {
+    check(fn(int64_t(0), rows, threads));
+    return;
+  }
+  const int64_t grain = cols >= 32768 ? 1 : 32768 / (cols > 0 ? cols : 1);
+  std::mutex mu;
+  std::string error;  // kwker_last_error() is per thread: keep the first worker's message
+  at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) {
+    if (fn(b, e - b, 1) != KWKER_OK) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (error.empty()) error = kwker_last_error();
+    }
+  });
+  TORCH_CHECK(error.empty(), "kwker: ", error);
 }
 
 // ---- kernels (arguments already accepted) ----

@@ -31,11 +31,19 @@ target_include_directories(_torch_ops SYSTEM PRIVATE ${_kw_inc})
 target_include_directories(_torch_ops PRIVATE include)
 target_compile_definitions(_torch_ops PRIVATE
   KWKER_TORCH_BUILT_FOR="${KWKER_TORCH_VERSION}" _GLIBCXX_USE_CXX11_ABI=${_kw_abi})
-target_compile_options(_torch_ops PRIVATE -O2)
+# -fopenmp for at::parallel_for (rows split over torch's own threads), linked against the
+# libgomp torch ships (same soname, already loaded by torch): one OpenMP runtime per process.
+target_compile_options(_torch_ops PRIVATE -O2 -fopenmp)
 foreach(_kw_lib c10 torch_cpu torch)
   find_library(_kw_path_${_kw_lib} ${_kw_lib} PATHS "${_kw_libdir}" NO_DEFAULT_PATH REQUIRED)
   target_link_libraries(_torch_ops PRIVATE "${_kw_path_${_kw_lib}}")
 endforeach()
+find_file(_kw_gomp libgomp.so.1 PATHS "${_kw_libdir}" NO_DEFAULT_PATH)
+if(_kw_gomp)
+  target_link_libraries(_torch_ops PRIVATE "${_kw_gomp}")
+else()
+  target_link_libraries(_torch_ops PRIVATE gomp)
+endif()
 target_link_libraries(_torch_ops PRIVATE kwker)
 # libkwker from the wheel's lib/; torch's libraries are already loaded by `import torch`.
 set_target_properties(_torch_ops PROPERTIES PREFIX "" INSTALL_RPATH "$ORIGIN/lib")

@@ -2,14 +2,35 @@
 
 Defined with a plain torch.library.Library ("DEF") and one Python kernel for every backend:
 torch.library.custom_op would add about 24 us of dispatch per call. Each kernel runs Kwker's
-kernel (kwker.torch_ops._kernels) for what it handles and torch's own function for the rest
+kernel for what it handles (the compiled one when this torch has it: it splits rows over
+torch's own threads; else kwker.torch_ops._kernels) and torch's own function for the rest
 (other devices, dtypes, torch's errors), so a rewritten graph computes what the original does
 (with the stable order where torch leaves ties unspecified). A fake kernel gives Inductor the
 output shapes and strides, so the rewritten graph can also be compiled.
 """
 import torch
 
+from kwker.torch_ops import _compiled
 from kwker.torch_ops import _kernels as K
+
+
+def _kernels():
+    """The kernels: compiled ones taking torch's thread count, or the Python ones."""
+    if _compiled.availability()[0]:
+        try:
+            ns = _compiled.load()
+        except RuntimeError:
+            ns = None
+        if ns is not None:
+            def t():
+                return torch.get_num_threads()
+            return (lambda x, d, desc: tuple(ns.sort(x, d, desc, t())),
+                    lambda x, k, d, largest: tuple(ns.topk(x, k, d, largest, t())),
+                    lambda x, k, d, keep: tuple(ns.kthvalue(x, k, d, keep, t())))
+    return K.sort, K.topk, K.kthvalue
+
+
+_k_sort, _k_topk, _k_kthvalue = _kernels()
 
 _lib = torch.library.Library("kwker", "DEF")
 _lib.define("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor, Tensor)")
@@ -21,7 +42,7 @@ _lib.define("kthvalue(Tensor self, int k, int dim=-1, bool keepdim=False) -> (Te
 
 def _sort(self, dim=-1, descending=False):
     if K.accepts_sort(self, dim, descending):
-        return K.sort(self, dim, descending)
+        return _k_sort(self, dim, descending)
     v, i = torch.sort(self, dim=dim, descending=descending, stable=True)
     return v, i
 
@@ -32,14 +53,14 @@ def _argsort(self, dim=-1, descending=False):
 
 def _topk(self, k, dim=-1, largest=True, sorted=True):
     if K.accepts_select(self, k, dim, 0):
-        return K.topk(self, k, dim, largest)
+        return _k_topk(self, k, dim, largest)
     v, i = torch.topk(self, k, dim=dim, largest=largest, sorted=sorted)
     return v, i
 
 
 def _kthvalue(self, k, dim=-1, keepdim=False):
     if K.accepts_select(self, k, dim, 1):
-        return K.kthvalue(self, k, dim, keepdim)
+        return _k_kthvalue(self, k, dim, keepdim)
     v, i = torch.kthvalue(self, k, dim=dim, keepdim=keepdim)
     return v, i
 
