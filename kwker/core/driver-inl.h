@@ -348,9 +348,11 @@ void sort_copy_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src,
 // range, then the SIMD quicksort or the parallel sample sort of the packed words, unpacked in
 // cache. Where the key range spans few bits, LSD radix (one or two passes) may win instead:
 // the radix64_argsort_max_bits knob says up to how many bits.
+// Smallest and largest key of src[0..n) as order-preserving unsigned integers, the pass split
+// over the threads for large inputs.
 template <class Codec>
-void argsort_packed64(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
-                      int64_t *out) {
+void key_range64_all(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
+                     uint64_t &mn, uint64_t &mx) {
   const int parts = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
   uint64_t lo[kMaxBuckets], hi[kMaxBuckets];
   auto range = [&](int t) {
@@ -361,9 +363,18 @@ void argsort_packed64(CallCtx &ctx, const Codec c, const typename Codec::T *src,
     lo[0] = lo[t] < lo[0] ? lo[t] : lo[0];
     hi[0] = hi[t] > hi[0] ? hi[t] : hi[0];
   }
-  const Pack64 p = make_pack64(lo[0], hi[0], n);
-  if (on(ctx, KWKER_ALGO_RADIX) && size_t(bit_length(hi[0] - lo[0])) <= knob(tune::kRadix64MaxBits) &&
-      radix_argsort64(ctx, src, n, out, c, lo[0]))
+  mn = lo[0];
+  mx = hi[0];
+}
+
+template <class Codec>
+void argsort_packed64(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
+                      int64_t *out) {
+  uint64_t lo, hi;
+  key_range64_all(ctx, c, src, n, lo, hi);
+  const Pack64 p = make_pack64(lo, hi, n);
+  if (on(ctx, KWKER_ALGO_RADIX) && size_t(bit_length(hi - lo)) <= knob(tune::kRadix64MaxBits) &&
+      radix_argsort64(ctx, src, n, out, c, lo))
     return;
   const UnpackIndex unpack{p.index_mask()};
   auto pack = [c, src, p](size_t i) { return p.pack(c.enc(src[i]), i); };

@@ -171,12 +171,10 @@ bool counting_pairs(const Codec c, const typename Codec::T *src, size_t n,
   return true;
 }
 
-// Packed (key << 32 | index) words of keys up to 32 bits, sorted in the index buffer.
-template <class Codec>
-void sort_pairs_packed32(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
-                         typename Codec::T *vals, int64_t *idx) {
-  const PairFinish<Codec, int64_t, 32> fin{c, src, vals, idx};
-  auto pack = [c, src](size_t i) { return pack32(c.enc(src[i]), i); };
+// Sorts the packed words pack(i) of n keys in the index buffer, each finished range handed to
+// fin (decode and unpack): the sample partition sort for large inputs, else in one piece.
+template <class Pack, class Fin>
+void sort_packed_words(CallCtx &ctx, size_t n, Pack pack, int64_t *idx, const Fin &fin) {
   if (want_partition_sort(ctx, n, true)) {
     auto bucket = [&](int64_t *q, size_t, size_t len) { seq_sort_keys(q, len, fin); };
     sample_partition_sort<int64_t>(ctx, n, pack, idx, KeySorter(), bucket);
@@ -186,38 +184,29 @@ void sort_pairs_packed32(CallCtx &ctx, const Codec c, const typename Codec::T *s
   seq_sort_keys(idx, n, fin);
 }
 
+// Keys of up to 32 bits: packed (key << 32 | index) words.
+template <class Codec>
+void sort_pairs_packed32(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
+                         typename Codec::T *vals, int64_t *idx) {
+  auto pack = [c, src](size_t i) { return pack32(c.enc(src[i]), i); };
+  sort_packed_words(ctx, n, pack, idx, PairFinish<Codec, int64_t, 32>{c, src, vals, idx});
+}
+
 // 64-bit keys: exact packing decodes in cache; otherwise (or with the LSD radix) the stable
 // argsort is followed by a gather.
 template <class Codec>
 void sort_pairs_64(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
                    typename Codec::T *vals, int64_t *idx) {
-  const int parts = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
-  uint64_t lo[kMaxBuckets], hi[kMaxBuckets];
-  auto range = [&](int t) {
-    key_range64(c, src, chunk_begin(n, parts, t), chunk_begin(n, parts, t + 1), lo[t], hi[t]);
-  };
-  parallel_tasks(ctx, parts, range);
-  for (int t = 1; t < parts; ++t) {
-    lo[0] = lo[t] < lo[0] ? lo[t] : lo[0];
-    hi[0] = hi[t] > hi[0] ? hi[t] : hi[0];
-  }
-  const Pack64 p = make_pack64(lo[0], hi[0], n);
-  const bool radix = on(ctx, KWKER_ALGO_RADIX) &&
-                     size_t(bit_length(hi[0] - lo[0])) <= knob(tune::kRadix64MaxBits);
-  if (p.drop || radix) {
+  uint64_t lo, hi;
+  key_range64_all(ctx, c, src, n, lo, hi);
+  const Pack64 p = make_pack64(lo, hi, n);
+  if (p.drop || (on(ctx, KWKER_ALGO_RADIX) && size_t(bit_length(hi - lo)) <= knob(tune::kRadix64MaxBits))) {
     argsort_packed64(ctx, c, src, n, idx);
     gather_values(ctx, src, idx, vals, n);
     return;
   }
-  const PairFinish64<Codec> fin{c, src, vals, idx, p};
   auto pack = [c, src, p](size_t i) { return p.pack(c.enc(src[i]), i); };
-  if (want_partition_sort(ctx, n, true)) {
-    auto bucket = [&](int64_t *q, size_t, size_t len) { seq_sort_keys(q, len, fin); };
-    sample_partition_sort<int64_t>(ctx, n, pack, idx, KeySorter(), bucket);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) idx[i] = pack(i);
-  seq_sort_keys(idx, n, fin);
+  sort_packed_words(ctx, n, pack, idx, PairFinish64<Codec>{c, src, vals, idx, p});
 }
 
 // Stable sort of src[0..n): vals[j] = src[idx[j]] with idx the stable argsort. vals may be

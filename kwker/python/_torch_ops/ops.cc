@@ -204,27 +204,41 @@ std::tuple<Tensor, Tensor> k_sort(const Tensor &self, int64_t d, bool descending
   return {vals, idx};
 }
 
+// The input with dim d moved last and made contiguous, seen as rows x cols, and the outputs of
+// a per-row selection: `out` results per row in a last dim (topk), or one result per row with
+// that dim dropped (kthvalue, keep_dim false).
+struct RowSelect {
+  Tensor src, v, i;
+  int64_t rows, cols, width;
+  int code;
+  RowSelect(const Tensor &self, int64_t d, int64_t out, bool keep_dim) {
+    Tensor x = self.detach();
+    src = x.movedim(d, -1).contiguous();
+    cols = src.size(-1);
+    rows = cols ? src.numel() / cols : 0;
+    std::vector<int64_t> shape(src.sizes().begin(), src.sizes().end());
+    if (keep_dim) shape.back() = out;
+    else shape.pop_back();
+    v = at::empty(shape, x.options());
+    i = at::empty(shape, x.options().dtype(at::kLong));
+    width = int64_t(x.element_size());
+    code = code_of(x.scalar_type());
+  }
+  const char *row(int64_t r) const { return static_cast<const char *>(src.data_ptr()) + r * cols * width; }
+  char *vals(int64_t r, int64_t out) { return static_cast<char *>(v.data_ptr()) + r * out * width; }
+  int64_t *idx(int64_t r, int64_t out) { return i.data_ptr<int64_t>() + r * out; }
+};
+
 std::tuple<Tensor, Tensor> k_topk(const Tensor &self, int64_t k, int64_t d, bool largest,
                                   bool from_registration, int threads) {
-  Tensor x = self.detach();
-  Tensor src = x.movedim(d, -1).contiguous();
-  const int64_t cols = src.size(-1), rows = cols ? src.numel() / cols : 0;
-  std::vector<int64_t> shape(src.sizes().begin(), src.sizes().end());
-  shape.back() = k;
-  Tensor v = at::empty(shape, x.options());
-  Tensor i = at::empty(shape, x.options().dtype(at::kLong));
-  if (v.numel()) {
-    const int code = code_of(x.scalar_type());
-    const auto *sp = static_cast<const char *>(src.data_ptr());
-    auto *vp = static_cast<char *>(v.data_ptr());
-    int64_t *ip = i.data_ptr<int64_t>();
-    const int64_t w = int64_t(x.element_size());
-    over_rows(rows, cols, threads, [&](int64_t r, int64_t n, int th) {
-      return kwker_topk_rows(code, sp + r * cols * w, n, cols, k,
-                             largest ? kFlagsDesc : kFlagsAsc, 1, vp + r * k * w, ip + r * k, th);
+  RowSelect s(self, d, k, true);
+  if (s.v.numel())
+    over_rows(s.rows, s.cols, threads, [&](int64_t r, int64_t n, int th) {
+      return kwker_topk_rows(s.code, s.row(r), n, s.cols, k, largest ? kFlagsDesc : kFlagsAsc, 1,
+                             s.vals(r, k), s.idx(r, k), th);
     });
-  }
-  if (d != x.dim() - 1) {
+  Tensor v = s.v, i = s.i;
+  if (d != self.dim() - 1) {
     v = v.movedim(-1, d).contiguous();
     i = i.movedim(-1, d).contiguous();
   }
@@ -234,23 +248,13 @@ std::tuple<Tensor, Tensor> k_topk(const Tensor &self, int64_t k, int64_t d, bool
 
 std::tuple<Tensor, Tensor> k_kth(const Tensor &self, int64_t k, int64_t d, bool keepdim,
                                  bool from_registration, int threads) {
-  Tensor x = self.detach();
-  Tensor src = x.movedim(d, -1).contiguous();
-  const int64_t cols = src.size(-1), rows = cols ? src.numel() / cols : 0;
-  auto shape = src.sizes().slice(0, src.dim() - 1);
-  Tensor v = at::empty(shape, x.options());
-  Tensor i = at::empty(shape, x.options().dtype(at::kLong));
-  if (rows) {
-    const int code = code_of(x.scalar_type());
-    const auto *sp = static_cast<const char *>(src.data_ptr());
-    auto *vp = static_cast<char *>(v.data_ptr());
-    int64_t *ip = i.data_ptr<int64_t>();
-    const int64_t w = int64_t(x.element_size());
-    over_rows(rows, cols, threads, [&](int64_t r, int64_t n, int th) {
-      return kwker_kth_rows(code, sp + r * cols * w, n, cols, k - 1, kFlagsAsc, vp + r * w,
-                            ip + r, th);
+  RowSelect s(self, d, 1, false);
+  if (s.rows)
+    over_rows(s.rows, s.cols, threads, [&](int64_t r, int64_t n, int th) {
+      return kwker_kth_rows(s.code, s.row(r), n, s.cols, k - 1, kFlagsAsc, s.vals(r, 1),
+                            s.idx(r, 1), th);
     });
-  }
+  Tensor v = s.v, i = s.i;
   if (keepdim) {
     v = v.unsqueeze(d);
     i = i.unsqueeze(d);
