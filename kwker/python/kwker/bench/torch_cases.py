@@ -7,6 +7,7 @@ Each timed callable switches the overrides on or off in its prepare() hook, outs
 requires them); one row per implementation shows the Python-registered operators too.
 """
 import contextlib
+import gc
 import os
 import tempfile
 
@@ -35,22 +36,39 @@ class _Switched:
         return self.fn()
 
 
+_CACHE = []  # one private cache folder per bench process: each self-check runs once
+
+
+def _cache_dir():
+    if not _CACHE:
+        _CACHE.append(tempfile.mkdtemp(prefix="kwker-bench-"))
+    return _CACHE[0]
+
+
 @contextlib.contextmanager
 def _torch_env(torch):
-    """2 torch threads, a private self-check cache, and nothing installed afterwards."""
+    """2 torch threads, the bench's own self-check cache (the user's is left alone), and nothing
+    installed afterwards."""
     import kwker.torch_ops as ops
     old = os.environ.get("KWKER_CACHE_DIR")
-    with tempfile.TemporaryDirectory(prefix="kwker-bench-") as tmp:
-        os.environ["KWKER_CACHE_DIR"] = tmp
-        try:
-            with _torch_threads(torch, 2):
-                yield
-        finally:
-            ops.uninstall()
-            if old is None:
-                os.environ.pop("KWKER_CACHE_DIR", None)
-            else:
-                os.environ["KWKER_CACHE_DIR"] = old
+    os.environ["KWKER_CACHE_DIR"] = _cache_dir()
+    try:
+        with _torch_threads(torch, 2):
+            yield
+    finally:
+        ops.uninstall()
+        if old is None:
+            os.environ.pop("KWKER_CACHE_DIR", None)
+        else:
+            os.environ["KWKER_CACHE_DIR"] = old
+
+
+def _freeze():
+    """Moves what the setup imported (kwker.torch_ops, torch._dynamo, Inductor: hundreds of
+    thousands of objects) out of the collector's reach, as the runner did for its own imports:
+    otherwise every per-sample gc.collect() took 27 ms. The runner unfreezes at the end."""
+    gc.collect()
+    gc.freeze()
 
 
 def _tensor(torch, cid, dtype, shape):
@@ -76,6 +94,8 @@ def _op_case(cid, desc, dtype, shape_of, call, target, compiled=None, small=Fals
         torch = mods["torch"]
         t = _tensor(torch, cid, dtype, shape_of(sizes))
         fn = call(torch, t)
+        import kwker.torch_ops  # noqa: F401  (imported before the freeze)
+        _freeze()
         return Setup(kwker=_Switched(fn, True, compiled),
                      competitors={"torch": _Switched(fn, False)}, ctx=_torch_env(torch))
 
@@ -127,8 +147,7 @@ def _compile_case(cid, desc, make_fn, shape_of, competitors, target):
         smoke = sizes.preset == "smoke"
         x = _tensor(torch, cid, "float32", shape_of(sizes))
         fn = make_fn(torch)
-        cache = tempfile.mkdtemp(prefix="kwker-bench-dynamo-")
-        opts = {"cache_dir": cache}
+        opts = {"cache_dir": os.path.join(_cache_dir(), "dynamo")}
         if smoke:
             opts["candidates"] = ["eager", "kwker"]
         torch._dynamo.reset()
@@ -146,6 +165,7 @@ def _compile_case(cid, desc, make_fn, shape_of, competitors, target):
                 with torch.no_grad():
                     return f(x)
             return call
+        _freeze()
         return Setup(kwker=run(kw), competitors={k: run(f) for k, f in comps.items()},
                      ctx=_torch_env(torch))
 

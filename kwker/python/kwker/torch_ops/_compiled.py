@@ -7,6 +7,7 @@ build next to it). Otherwise Kwker keeps its Python-registered operators and the
 "the compiled PyTorch operators were built for torch X, not Y". Reading what they were built for
 imports no torch, so the doctor can report it from any process.
 """
+import functools
 import glob
 import importlib.metadata as md
 import json
@@ -58,7 +59,9 @@ def minor(version):
     return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
+@functools.lru_cache(maxsize=None)
 def running_torch():
+    """The installed torch's version (read once per process: it cannot change under it)."""
     try:
         return md.version("torch")
     except md.PackageNotFoundError:
