@@ -31,6 +31,11 @@ inline bool on(const CallCtx &ctx, unsigned algo) { return (ctx.algos & algo) !=
 inline bool want_parallel(const CallCtx &ctx, size_t n) {
   return on(ctx, KWKER_ALGO_PARALLEL) && ctx.threads > 1 && n >= kParallelMin;
 }
+// Threads for one linear pass over n elements (its own, higher break-even: engine.h).
+inline int pass_parts(const CallCtx &ctx, size_t n) {
+  if (!want_parallel(ctx, n) || n < size_t(kParallelPassMinElements)) return 1;
+  return ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets;
+}
 // The sample-partition sort: on several threads, or on one when it writes a separate output
 // anyway (its split pass then stands in for the copy and the first partition pass).
 inline bool want_partition_sort(const CallCtx &ctx, size_t n, bool separate_output) {
@@ -112,7 +117,7 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
   for (size_t i = 1; i < probe; ++i)
     if (asc ? c.enc(src[i - 1]) > c.enc(src[i]) : c.enc(src[i - 1]) < c.enc(src[i])) return 0;
   if (copy_to == src) copy_to = nullptr;
-  const int T = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  const int T = pass_parts(ctx, n);
   bool ok_part[kMaxBuckets];
   auto check = [&](int t) {
     // Each block's keys are encoded once into a buffer (the comparisons would otherwise encode
@@ -160,7 +165,7 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
 
 // dst = src reversed (dst may equal src), split over the threads for large inputs.
 template <class T> void reverse_copy(CallCtx &ctx, const T *src, T *dst, size_t n) {
-  const int parts = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  const int parts = pass_parts(ctx, n);
   const size_t half = n / 2;
   auto task = [&](int t) {
     for (size_t i = chunk_begin(half, parts, t), e = chunk_begin(half, parts, t + 1); i < e; ++i) {
@@ -254,7 +259,7 @@ void restore_nans(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                   typename Codec::T *dst, size_t n) {
   using T = typename Codec::T;
   if (n == 0 || !c.is_nan(c.nans_first() ? dst[0] : dst[n - 1])) return;  // no NaN at all
-  const int T_ = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  const int T_ = pass_parts(ctx, n);
   size_t nans[kMaxBuckets] = {}, odd[kMaxBuckets] = {};
   auto count = [&](int t) {
     size_t lo = chunk_begin(n, T_, t), hi = chunk_begin(n, T_, t + 1), m = 0, o = 0;
@@ -353,7 +358,7 @@ void sort_copy_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src,
 template <class Codec>
 void key_range64_all(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
                      uint64_t &mn, uint64_t &mx) {
-  const int parts = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  const int parts = pass_parts(ctx, n);
   uint64_t lo[kMaxBuckets], hi[kMaxBuckets];
   auto range = [&](int t) {
     key_range64(c, src, chunk_begin(n, parts, t), chunk_begin(n, parts, t + 1), lo[t], hi[t]);

@@ -142,6 +142,7 @@ template <class Codec> struct PairFinish64 {
 // vals[j] = src[idx[j]], split over the threads for large inputs.
 template <class T>
 void gather_values(CallCtx &ctx, const T *src, const int64_t *idx, T *vals, size_t n) {
+  // A random-access gather (~1-2 ns per element), so the sort's own threshold, not a pass's.
   const int parts = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
   auto task = [&](int t) {
     for (size_t j = chunk_begin(n, parts, t), e = chunk_begin(n, parts, t + 1); j < e; ++j)
