@@ -126,3 +126,19 @@ def test_cmake_find_package(tmp_path):
     _run(["cmake", "--build", str(build)])
     out = _run([str(build / "prog")]).splitlines()
     assert out[0] == "1 3 5 5 | 0 2 1 3"
+
+
+def test_c_api_doc_example_runs_as_printed(tmp_path):
+    """The C++ example of docs/c-api.md, pasted into a main() as a user would."""
+    import pathlib
+    import re
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "c-api.md").read_text()
+    (block,) = re.findall(r"```cpp\n(.*?)```", doc, flags=re.S)
+    include = "\n".join(ln for ln in block.splitlines() if ln.startswith("#include"))
+    body = "\n".join(ln for ln in block.splitlines() if not ln.startswith("#include"))
+    source = (f"#include <cmath>\n#include <cstdio>\n{include}\nint main() {{\n{body}\n"
+              '  for (float x : v) std::printf("%g ", x);\n  return 0;\n}\n')
+    out = _build_and_run(tmp_path, source, ".cpp", "g++", "c++17")
+    # The block's own comment says what v holds afterwards.
+    promised = re.search(r"// v = \{(.*)\}", block).group(1)
+    assert out[0].split() == [x.strip().lower() for x in promised.split(",")]
