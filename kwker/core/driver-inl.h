@@ -330,6 +330,11 @@ void sort_copy_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   }
   if constexpr (Codec::kNanPayload) {
     if (dst == src) {
+      // Few distinct values first: its counting pass then also proves there is no NaN, so the
+      // NaN-gathering pass is skipped (16 distinct float32, 1e7: 0.69 -> 0.60 ns/el).
+      if (sizeof(typename Codec::K) >= 4 && n >= kFewDistinctMin &&
+          sort_few_distinct(c, src, dst, n, /*nan_ok=*/false))
+        return;
       size_t nans = gather_nans(c, dst, n);
       auto *rest = c.nans_first() ? dst + nans : dst;
       if constexpr (sizeof(typename Codec::K) >= 4) {
