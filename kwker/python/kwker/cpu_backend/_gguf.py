@@ -60,7 +60,7 @@ def _row_orders(n, heads):
     yield None
     for h in sorted(set(heads)):
         if h and n % (2 * h) == 0:
-            idx = np.arange(n).reshape(h, 2, n // h // 2).swapaxes(1, 2).reshape(n)
+            idx = np.arange(n).reshape(h, n // h // 2, 2).swapaxes(1, 2).reshape(n)
             yield idx
 
 
@@ -142,15 +142,24 @@ def _exact_layer(lin, q, d, m, mode, scheme, threads, heads, name):
     from ._quant import dequantize
     w = lin.weight.detach()
     n = w.shape[0]
-    for order in _row_orders(n, heads):
+
+    def tensors(order, rows=slice(None)):
         qq, dd, mm = (q, d, m) if order is None else (q[order], d[order],
                                                       None if m is None else m[order])
-        vals = torch.from_numpy(np.ascontiguousarray(qq))
-        sc = torch.from_numpy(np.ascontiguousarray(dd))
-        mi = None if mm is None else torch.from_numpy(np.ascontiguousarray(mm))
-        if torch.allclose(dequantize(vals, sc, mi, mode, 32), w, rtol=1e-6, atol=1e-7):
-            return KwkerLinear(vals, sc, mi, lin.bias, mode=mode, group=32, threads=threads,
-                               scheme=scheme)
+        return (torch.from_numpy(np.ascontiguousarray(qq[rows])),
+                torch.from_numpy(np.ascontiguousarray(dd[rows])),
+                None if mm is None else torch.from_numpy(np.ascontiguousarray(mm[rows])))
+
+    def max_diff(vals, sc, mi, rows=slice(None)):
+        return float((dequantize(vals, sc, mi, mode, 32) - w[rows]).abs().max())
+
+    probe = slice(0, min(n, 64))  # enough rows to tell the row orders apart, cheaply
+    for order in _row_orders(n, heads):
+        if max_diff(*tensors(order, probe), rows=probe) <= 1e-6:
+            vals, sc, mi = tensors(order)
+            if max_diff(vals, sc, mi) <= 1e-6:
+                return KwkerLinear(vals, sc, mi, lin.bias, mode=mode, group=32, threads=threads,
+                                   scheme=scheme)
     raise ValueError(f"kwker.cpu_backend.load_gguf: the file's tensor for {name} does not match "
                      "the layer transformers built from it (an architecture this loader does not "
                      "map); use optimize() on the transformers model instead")

@@ -67,9 +67,9 @@ def dequantize(values, scales, mins, mode, group):
     """The float32 weights a packed layer computes with (for tests and check_accuracy)."""
     if mode in ("high", "medium"):
         return values.to(torch.float32)
-    n, k = values.shape
     block = 32 if mode == "int8" else group
-    rep = lambda t: t.repeat_interleave(block, dim=1)[:, :k]  # noqa: E731
-    if mode == "int8":
-        return values.to(torch.float32) * rep(scales)
-    return values.to(torch.float32) * rep(scales) + rep(mins)
+    n, k = values.shape
+    w = _blocks(values.to(torch.float32), block) * scales.unsqueeze(-1)
+    if mode == "int4":
+        w = w + mins.unsqueeze(-1)
+    return w.reshape(n, -1)[:, :k]
