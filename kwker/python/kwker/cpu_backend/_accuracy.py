@@ -76,16 +76,21 @@ def compare(ref, got, ids=None, lm=False):
 
 
 def check_accuracy(model, *inputs, mode="high", threads=None, group_size=32, scheme=None,
-                   show=True, **kwargs):
+                   show=True, optimized=None, **kwargs):
     """Runs model(*inputs, **kwargs) and optimize(model, mode)(*inputs, **kwargs) under
     torch.no_grad(); returns an AccuracyReport and prints it unless show=False. The model
-    itself is never changed."""
+    itself is never changed. optimized=: an already optimized copy to compare instead (its
+    mode is then what the report names)."""
     import torch
     check_options(mode, group_size, scheme, threads, where="check_accuracy")
     if not inputs and not kwargs:
         raise ValueError("kwker.cpu_backend.check_accuracy: give the inputs to run, e.g. "
                          "check_accuracy(model, input_ids, mode='int8')")
-    opt = optimize(model, mode, threads=threads, group_size=group_size, scheme=scheme)
+    if optimized is not None:
+        opt = optimized
+        mode = getattr(optimized, "_kwker_cpu_backend", {}).get("mode", mode)
+    else:
+        opt = optimize(model, mode, threads=threads, group_size=group_size, scheme=scheme)
     with torch.no_grad():
         ref, lm = _output(model(*inputs, **kwargs))
         got, _ = _output(opt(*inputs, **kwargs))
