@@ -116,11 +116,15 @@ def weight_bytes(opt):
     return total
 
 
+def _short(desc):
+    return desc[:-len(", eager")] if desc.endswith(", eager") else desc
+
+
 def _row(name, n, kdesc, cdesc, ktimes, ctimes, target, extra):
     from .timing import summarize
     s = summarize(ktimes, ctimes)
     row = {"name": name, "section": SECTION, "baseline": "native", "n": n, "shape": None,
-           "dtype": "float32", "kwker": kdesc, "competitor": cdesc.split(",")[0],
+           "dtype": "float32", "kwker": kdesc, "competitor": _short(cdesc),
            "competitor_desc": cdesc, "target": target,
            "passed": None if target is None else bool(s["ratio_median"] >= target),
            "repeats": len(ktimes), "loops": {"kwker": 1, "competitor": 1},
@@ -183,11 +187,11 @@ def run(runner, log, repeats=5):
                     if comp is None:
                         continue
                     target = DECODE_TARGETS.get(label, {}).get(mode)
-                    runner.rows.append(_row(f"cpu_backend/{label}/decode/{mode} vs {cdesc.split(',')[0]}",
+                    runner.rows.append(_row(f"cpu_backend/{label}/decode/{mode} vs {_short(cdesc)}",
                                             NEW_TOKENS, kdesc, cdesc, kt, ct, target,
                                             {"tok_s": tps, "bandwidth_share": share}))
                     runner.rows.append(_row(f"cpu_backend/{label}/prompt{PROMPT_TOKENS}/{mode} vs "
-                                            f"{cdesc.split(',')[0]}", PROMPT_TOKENS, kdesc, cdesc,
+                                            f"{_short(cdesc)}", PROMPT_TOKENS, kdesc, cdesc,
                                             kp, cp, 0.97, {}))
                     del opt, comp
             env["bandwidth"] = bwrows
