@@ -176,3 +176,17 @@ def test_kwker_amx_rejects_invalid_values(monkeypatch):
     assert "is not valid" in st["reason"]
     monkeypatch.setenv("KWKER_AMX", "0")
     assert _status.amx_status({"amx": True})["reason"] == "KWKER_AMX=0 is set"
+
+
+def test_bench_section_is_opt_in_and_reports_bandwidth_against_targets():
+    from kwker.bench import cpu_backend as sec
+    assert sec.selected(["cpu_backend"]) and not sec.selected(["sort/"]) and not sec.selected([])
+    env = {"read_bandwidth_GBps": 30.0, "new_tokens": 64, "bandwidth": [
+        {"model": "llama1024x8", "mode": "high", "tok_s": 50.0, "competitor_tok_s": 30.0,
+         "weight_MB_per_token": 480.0, "weight_GBps": 24.0, "share": 0.8, "target_share": 0.75},
+        {"model": "llama1024x8", "mode": "int4", "tok_s": 90.0, "competitor_tok_s": None,
+         "weight_MB_per_token": 90.0, "weight_GBps": 8.1, "share": 0.27, "target_share": 0.5}]}
+    text = sec.intro(env)
+    assert "30.0 GB/s" in text and "≥ 75% PASS" in text and "≥ 50% **MISS**" in text
+    assert sec._short("torchao int4 (CPU kernel, group 32), eager") == \
+        "torchao int4 (CPU kernel, group 32)"
