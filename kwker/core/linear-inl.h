@@ -229,9 +229,11 @@ void panel_q8(const float *const *xs, const uint8_t *panel, int64_t kp, float (*
     for (int j = 0; j < NR; ++j) out[i][j] = reduce(acc[i][j]);
 }
 
-template <int MR>
+// GS: the group size when known at compile time (32, the GGUF size), 0 for any multiple of 32.
+template <int MR, int GS>
 void panel_q4(const float *const *xs, const float *const *sums, const uint8_t *panel,
-              int64_t kp, int64_t group, float (*out)[NR]) {
+              int64_t kp, int64_t group_rt, float (*out)[NR]) {
+  const int64_t group = GS ? GS : group_rt;
   V acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
@@ -299,7 +301,10 @@ void rows_panel(const Job &jb, int64_t m0, int64_t p) {
     case kLinF32: panel_f32<MR>(xs, panel, jb.kp, out); break;
     case kLinBF16: panel_bf16<MR>(xs, panel, jb.kp, out); break;
     case kLinInt8: panel_q8<MR>(xs, panel, jb.kp, out); break;
-    default: panel_q4<MR>(xs, sums, panel, jb.kp, jb.group, out); break;
+    default:
+      if (jb.group == 32) panel_q4<MR, 32>(xs, sums, panel, jb.kp, jb.group, out);
+      else panel_q4<MR, 0>(xs, sums, panel, jb.kp, jb.group, out);
+      break;
   }
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) {
