@@ -57,6 +57,19 @@ struct EngineTable {
                   int64_t rank, unsigned flags, void *out_values, int64_t *out_indices);
 };
 
+// The CPU backend's linear kernels (core/linear-inl.h), one table per engine beside the sorts'.
+struct LinearTable {
+  const char *name;
+  // y[m, n] = x[m, k] W^T (+ bias) with W packed by kwker_linear_pack (core/linear_layout.h).
+  // Returns 0, or -1 when scratch memory ran out.
+  int (*linear)(CallCtx &, int mode, const float *x, int64_t m, int64_t k, const void *packed,
+                int64_t n, int64_t group, const float *bias, float *y);
+};
+const LinearTable &linear_portable();
+const LinearTable &linear_sse42();
+const LinearTable &linear_avx2();
+const LinearTable &linear_avx512();
+
 // One accessor per engine, each defined in engines/<dir>/engine.cc.
 const EngineTable &engine_portable();
 const EngineTable &engine_sse42();

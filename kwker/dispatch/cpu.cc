@@ -45,6 +45,15 @@ CpuInfo detect() {
     c.avx512dq = (b & bit_AVX512DQ) && os_avx512;
     c.avx512vl = (b & bit_AVX512VL) && os_avx512;
     c.amx = (d & (1u << 24)) && (d & (1u << 25)) && os_amx;  // AMX-TILE and AMX-BF16
+    c.avx512_vnni = (cx & (1u << 11)) && os_avx512;
+    c.amx_bf16 = (d & (1u << 22)) && os_amx;
+    c.amx_int8 = (d & (1u << 25)) && os_amx;
+    if (a >= 1) {
+      unsigned a1, b1, c1, d1;
+      __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
+      c.avx_vnni = (a1 & (1u << 4)) && c.avx;
+      c.avx512_bf16 = (a1 & (1u << 5)) && os_avx512;
+    }
   }
   if (__get_cpuid(0x80000001, &a, &b, &cx, &d)) c.lzcnt = cx & bit_LZCNT;
   char brand[49] = {0};

@@ -159,6 +159,29 @@ KWKER_API int kwker_set_backend_name(const char *name);
 KWKER_API int kwker_set_tuning(const char *name, int64_t value);
 KWKER_API int kwker_get_tuning(const char *name, int64_t *value);
 
+/* ---- CPU backend: linear layers y = x W^T (+ bias), docs/cpu-backend.md ---- */
+/* Modes: float32 weights, bfloat16 weights, int8 per 32-block scale (GGUF Q8_0), int4 per group
+ * scale and minimum (GGUF Q4_1; Q4_0 is min = -8 * scale). x, y, bias and scales are float32.
+ * Every engine gives identical results bit for bit in a given mode. */
+#define KWKER_LINEAR_HIGH 0
+#define KWKER_LINEAR_MEDIUM 1
+#define KWKER_LINEAR_INT8 2
+#define KWKER_LINEAR_INT4 3
+/* Bytes of the packed weights of an [n, k] matrix (group: int4 group size, a positive multiple of
+ * 32; ignored by the other modes), or -1 with the last error set. */
+KWKER_API int64_t kwker_linear_packed_size(int mode, int64_t n, int64_t k, int64_t group);
+/* Packs row-major values [n, k] (float32 / bfloat16 bits as uint16 / int8 in -128..127 / uint8 in
+ * 0..15) with, for int8 and int4, scales [n, ceil(k / block)] and, for int4, mins of the same
+ * shape, into packed (kwker_linear_packed_size bytes). */
+KWKER_API int kwker_linear_pack(int mode, int64_t n, int64_t k, int64_t group, const void *values,
+                                const float *scales, const float *mins, void *packed);
+/* The inverse of kwker_linear_pack (scales / mins may be NULL where the mode has none). */
+KWKER_API int kwker_linear_unpack(int mode, int64_t n, int64_t k, int64_t group,
+                                  const void *packed, void *values, float *scales, float *mins);
+/* y[m, n] = x[m, k] W^T (+ bias[n] when bias is not NULL) on the selected engine. */
+KWKER_API int kwker_linear(int mode, const float *x, int64_t m, int64_t k, const void *packed,
+                           int64_t n, int64_t group, const float *bias, float *y, int threads);
+
 /* ---- diagnostics (schemas in docs/runtime-info.md) ---- */
 /* Writes the runtime-info JSON (NUL-terminated) to buf. If cap is too small returns
  * KWKER_E_BUFFER_TOO_SMALL and sets *needed (bytes including the NUL). */

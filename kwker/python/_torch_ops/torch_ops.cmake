@@ -26,7 +26,7 @@ string(REPLACE "|" ";" _kw_inc "${_kw_inc}")
 string(REGEX MATCH "^[0-9]+\\.[0-9]+" _kw_minor "${KWKER_TORCH_VERSION}")
 message(STATUS "kwker: compiled PyTorch operators for torch ${KWKER_TORCH_VERSION}")
 
-add_library(_torch_ops MODULE python/_torch_ops/ops.cc)
+add_library(_torch_ops MODULE python/_torch_ops/ops.cc python/_torch_ops/linear_ops.cc)
 target_include_directories(_torch_ops SYSTEM PRIVATE ${_kw_inc})
 target_include_directories(_torch_ops PRIVATE include)
 target_compile_definitions(_torch_ops PRIVATE

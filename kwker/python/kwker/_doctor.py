@@ -80,7 +80,7 @@ def _threading():
 
 
 # Integrations whose module reports its state (register_status) and imports no framework.
-STATUS_MODULES = ("kwker.frame", "kwker.torch_ops")
+STATUS_MODULES = ("kwker.frame", "kwker.torch_ops", "kwker.cpu_backend")
 
 
 def _integration_states():

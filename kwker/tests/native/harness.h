@@ -55,5 +55,6 @@ inline std::vector<const char *> g_engines;  // the engines this CPU runs
 
 void run_short_tests();  // short_tests.cc
 void run_pairs_tests();  // pairs_tests.cc
+void run_linear_tests(); // linear_tests.cc
 
 #endif

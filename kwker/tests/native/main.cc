@@ -224,6 +224,7 @@ int main() {
   test_threads_and_modes();
   run_short_tests();
   run_pairs_tests();
+  run_linear_tests();
   for (const char *e : g_engines) {
     size_t need = 0;
     kwker_self_check(e, nullptr, 0, &need);

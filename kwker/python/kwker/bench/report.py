@@ -1,5 +1,5 @@
 """Markdown rendering and the targets summary of a kwker.bench result."""
-from . import cases
+from . import cases, cpu_backend
 
 
 def summary(rows):
@@ -147,7 +147,8 @@ def markdown(result):
                    if (key == "8") == s["name"].startswith("avx2/")
                    and (key == "8" or _section_of(s["name"]) == key)]
         intro = (avx2_intro(env.get("avx2_baseline")) if key == "8" else
-                 overhead_intro(env.get("call_overhead")) if key == "11" else "")
+                 overhead_intro(env.get("call_overhead")) if key == "11" else
+                 cpu_backend.intro(env.get("cpu_backend")) if key == "14" else "")
         if not sec and not skipped and not intro:
             continue
         lines += [f"## {title}", ""]
@@ -171,6 +172,8 @@ def markdown(result):
 
 
 def _section_of(name):
+    if name.startswith("cpu_backend"):
+        return cpu_backend.SECTION
     case_id = name.split(" vs ")[0]
     for case in cases.all_cases():
         if case.id == case_id:

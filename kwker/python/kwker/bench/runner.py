@@ -11,7 +11,7 @@ import numpy as np
 
 import kwker
 
-from . import avx2, cases, load, report, timing
+from . import avx2, cases, cpu_backend, load, report, timing
 
 SCHEMA = "kwker.bench"
 SCHEMA_VERSION = 1
@@ -340,6 +340,13 @@ def main(argv=None):
         _run_all(runner, plan, avx2_plan, do_avx2, preset, log)
     finally:
         gc.unfreeze()
+    cpu_env = None
+    if cpu_backend.selected(args.only):
+        log("section 14: CPU backend (loads SmolLM2 and a random Llama; several minutes)")
+        try:
+            cpu_env = cpu_backend.run(runner, log, repeats=args.repeats or 5)
+        except Exception as exc:  # a missing package or model: the section says why
+            runner.skip("cpu_backend", f"error: {type(exc).__name__}: {exc}", error=True)
     avx2_info = runner.avx2_info
 
     wall = time.perf_counter() - wall0
@@ -348,6 +355,8 @@ def main(argv=None):
         from kwker import _overhead
         env["call_overhead"] = _overhead.measure()
     env["other_load"] = meter.report()
+    if cpu_env is not None:
+        env["cpu_backend"] = cpu_env
     result = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,

@@ -1,0 +1,199 @@
+// The C API of the CPU backend's linear kernels: argument checks, packing (engine-neutral, the
+// layout of core/linear_layout.h) and dispatch of kwker_linear to the selected engine's kernels.
+#include <cstring>
+#include <exception>
+#include <new>
+
+#include "capi/errors.h"
+#include "core/engine.h"
+#include "core/linear_layout.h"
+#include "dispatch/dispatch.h"
+#include "kwker/kwker.h"
+#include "runtime/counters.h"
+#include "runtime/threads.h"
+
+using namespace kwker;
+
+namespace {
+
+const char *const kModeNames[kLinNumModes] = {"high", "medium", "int8", "int4"};
+
+const LinearTable &linear_table(int id) {
+  switch (id) {
+    case kSse42: return linear_sse42();
+    case kAvx2: return linear_avx2();
+    case kAvx512: return linear_avx512();
+    default: return linear_portable();
+  }
+}
+
+int check_shape(const char *fn, int mode, int64_t n, int64_t k, int64_t group) {
+  if (mode < 0 || mode >= kLinNumModes)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: unknown mode %d (use KWKER_LINEAR_HIGH, _MEDIUM, _INT8 or _INT4)", fn,
+                     mode);
+  if (n < 1 || k < 1)
+    return set_error(KWKER_E_INVALID_ARGUMENT, "%s: n and k must be >= 1 (got n=%lld, k=%lld)",
+                     fn, (long long)n, (long long)k);
+  if (mode == kLinInt4 && (group < kLinQ8Block || group % kLinQ8Block != 0 || group > 4096))
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: int4 group size %lld does not divide into 32-element blocks (use a "
+                     "multiple of 32 up to 4096, e.g. 32, 64 or 128)",
+                     fn, (long long)group);
+  return KWKER_OK;
+}
+
+int64_t blocks_per_row(int mode, int64_t k, int64_t group) {
+  return lin_padded_k(mode, k, group) / (mode == kLinInt4 ? group : kLinQ8Block);
+}
+
+// Position of W[r, c] in the packed buffer, and of its scale / min (quantised modes).
+struct Where {
+  int64_t value, scale, min;
+};
+
+Where locate(int mode, int64_t kp, int64_t group, int64_t r, int64_t c) {
+  const int64_t pb = lin_panel_bytes(mode, kp, group);
+  const int64_t base = r / kLinNR * pb;
+  const int64_t j = r % kLinNR;
+  switch (mode) {
+    case kLinF32:
+    case kLinBF16: {
+      int64_t es = mode == kLinF32 ? 4 : 2;
+      int64_t step = c / kLinLanes, lane = c % kLinLanes;
+      return {base + ((step * kLinNR + j) * kLinLanes + lane) * es, -1, -1};
+    }
+    case kLinInt8: {
+      int64_t blk = c / kLinQ8Block, off = base + blk * kLinQ8PanelBlockBytes;
+      return {off + kLinNR * 4 + j * kLinQ8Block + c % kLinQ8Block, off + j * 4, -1};
+    }
+    default: {
+      int64_t gbytes = kLinNR * 8 + kLinNR * group / 2;
+      int64_t g = c / group, in = c % group, off = base + g * gbytes;
+      int64_t b32 = in / kLinQ8Block, e = in % kLinQ8Block;
+      // Nibble addressing: byte index here, the nibble (e >= 16: high) chosen by the caller.
+      return {off + kLinNR * 8 + j * (group / 2) + b32 * 16 + e % 16, off + j * 4,
+              off + kLinNR * 4 + j * 4};
+    }
+  }
+}
+
+}  // namespace
+
+KWKER_API int64_t kwker_linear_packed_size(int mode, int64_t n, int64_t k, int64_t group) {
+  if (check_shape("kwker_linear_packed_size", mode, n, k, group) != KWKER_OK) return -1;
+  return lin_packed_bytes(mode, n, k, group);
+}
+
+KWKER_API int kwker_linear_pack(int mode, int64_t n, int64_t k, int64_t group, const void *values,
+                                const float *scales, const float *mins, void *packed) {
+  const char *fn = "kwker_linear_pack";
+  int rc = check_shape(fn, mode, n, k, group);
+  if (rc != KWKER_OK) return rc;
+  if (!values || !packed || (mode >= kLinInt8 && !scales) || (mode == kLinInt4 && !mins))
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: values, packed%s must not be NULL in mode %s", fn,
+                     mode == kLinInt4 ? ", scales and mins" : mode == kLinInt8 ? " and scales" : "",
+                     kModeNames[mode]);
+  const int64_t kp = lin_padded_k(mode, k, group);
+  const int64_t nb = blocks_per_row(mode, k, group);
+  uint8_t *out = static_cast<uint8_t *>(packed);
+  if (mode == kLinInt4) {
+    const uint8_t *q = static_cast<const uint8_t *>(values);
+    for (int64_t i = 0; i < n * k; ++i)
+      if (q[i] > 15)
+        return set_error(KWKER_E_INVALID_ARGUMENT,
+                         "%s: int4 value %d at index %lld is outside 0..15", fn, int(q[i]),
+                         (long long)i);
+  }
+  // Zero first: padded columns, padded K and padded scales all read as 0.
+  std::memset(out, 0, size_t(lin_packed_bytes(mode, n, k, group)));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t c = 0; c < k; ++c) {
+      Where w = locate(mode, kp, group, r, c);
+      switch (mode) {
+        case kLinF32: std::memcpy(out + w.value, static_cast<const float *>(values) + r * k + c, 4); break;
+        case kLinBF16: std::memcpy(out + w.value, static_cast<const uint16_t *>(values) + r * k + c, 2); break;
+        case kLinInt8: out[w.value] = static_cast<const uint8_t *>(values)[r * k + c]; break;
+        default: {
+          uint8_t q = static_cast<const uint8_t *>(values)[r * k + c];
+          bool high = (c % group) % kLinQ8Block >= 16;
+          out[w.value] = uint8_t(high ? (out[w.value] & 0x0F) | (q << 4) : (out[w.value] & 0xF0) | q);
+        }
+      }
+    }
+    if (mode >= kLinInt8) {
+      const int64_t block = mode == kLinInt4 ? group : kLinQ8Block;
+      for (int64_t b = 0; b < nb; ++b) {
+        Where w = locate(mode, kp, group, r, b * block);
+        std::memcpy(out + w.scale, scales + r * nb + b, 4);
+        if (mode == kLinInt4) std::memcpy(out + w.min, mins + r * nb + b, 4);
+      }
+    }
+  }
+  return KWKER_OK;
+}
+
+KWKER_API int kwker_linear_unpack(int mode, int64_t n, int64_t k, int64_t group,
+                                  const void *packed, void *values, float *scales, float *mins) {
+  const char *fn = "kwker_linear_unpack";
+  int rc = check_shape(fn, mode, n, k, group);
+  if (rc != KWKER_OK) return rc;
+  if (!values || !packed)
+    return set_error(KWKER_E_INVALID_ARGUMENT, "%s: packed and values must not be NULL", fn);
+  const int64_t kp = lin_padded_k(mode, k, group);
+  const int64_t nb = blocks_per_row(mode, k, group);
+  const uint8_t *in = static_cast<const uint8_t *>(packed);
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t c = 0; c < k; ++c) {
+      Where w = locate(mode, kp, group, r, c);
+      switch (mode) {
+        case kLinF32: std::memcpy(static_cast<float *>(values) + r * k + c, in + w.value, 4); break;
+        case kLinBF16: std::memcpy(static_cast<uint16_t *>(values) + r * k + c, in + w.value, 2); break;
+        case kLinInt8: static_cast<uint8_t *>(values)[r * k + c] = in[w.value]; break;
+        default: {
+          bool high = (c % group) % kLinQ8Block >= 16;
+          static_cast<uint8_t *>(values)[r * k + c] = uint8_t(high ? in[w.value] >> 4 : in[w.value] & 15);
+        }
+      }
+    }
+    if (mode >= kLinInt8) {
+      const int64_t block = mode == kLinInt4 ? group : kLinQ8Block;
+      for (int64_t b = 0; b < nb; ++b) {
+        Where w = locate(mode, kp, group, r, b * block);
+        if (scales) std::memcpy(scales + r * nb + b, in + w.scale, 4);
+        if (mode == kLinInt4 && mins) std::memcpy(mins + r * nb + b, in + w.min, 4);
+      }
+    }
+  }
+  return KWKER_OK;
+}
+
+KWKER_API int kwker_linear(int mode, const float *x, int64_t m, int64_t k, const void *packed,
+                           int64_t n, int64_t group, const float *bias, float *y, int threads) {
+  const char *fn = "kwker_linear";
+  int rc = check_shape(fn, mode, n, k, group);
+  if (rc != KWKER_OK) return rc;
+  if (m < 0)
+    return set_error(KWKER_E_INVALID_ARGUMENT, "%s: m must be >= 0 (got %lld)", fn, (long long)m);
+  if (threads < 0)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: threads must be >= 1, or 0 for the process budget (got %d)", fn, threads);
+  if (m == 0) return KWKER_OK;
+  if (!x || !packed || !y)
+    return set_error(KWKER_E_INVALID_ARGUMENT, "%s: x, packed and y must not be NULL", fn);
+  try {
+    int eid = current_engine();
+    int budget = rt::thread_budget();
+    int t = threads == 0 || threads > budget ? budget : threads;
+    CallCtx ctx{t < 1 ? 1 : t, 0u, 1};
+    if (linear_table(eid).linear(ctx, mode, x, m, k, packed, n, group, bias, y) != 0)
+      return set_error(KWKER_E_NO_MEMORY, "%s: out of memory for the padded activations", fn);
+    rt::counters_record(eid, ctx.used_threads);
+    return KWKER_OK;
+  } catch (const std::bad_alloc &) {
+    return set_error(KWKER_E_NO_MEMORY, "%s: out of memory", fn);
+  } catch (const std::exception &e) {
+    return set_error(KWKER_E_INTERNAL, "%s: internal error: %s (please report it)", fn, e.what());
+  }
+}

@@ -1,0 +1,387 @@
+// The CPU backend's linear kernels y = x W^T (+ bias), compiled once per engine like the sorts
+// (engines/<name>/linear.cc). Weights arrive packed by linear/pack.cc into panels of kLinNR
+// output columns (core/linear_layout.h); x and y are float32.
+//
+// Every engine computes exactly the same float operations in the same order, so results are
+// identical bit for bit across engines in a given mode (the kernels are compiled with
+// -ffp-contract=off, and every multiply-add is an explicit fused one):
+//   - per output (m, n), 16 lane accumulators; lane l takes the K positions k = 16 t + l;
+//   - "high"/"medium": acc[l] = fma(w, x, acc[l]) per 16-wide step (bf16 widens exactly);
+//   - int8: per block of 32, s = fma(w0, x0, 0); s = fma(w1, x1, s); acc = fma(d, s, acc);
+//   - int4: per group, s accumulates q * x (q in 0..15) over the group's 32-blocks (low nibbles
+//     then high nibbles), then acc = fma(d, s, acc); acc = fma(min, xsum, acc), where xsum is
+//     the lane-wise sum of x over the group (adds in K order);
+//   - the 16 lanes reduce as l + (l+8), then + (l+4), + (l+2), + (l+1); the bias is added last.
+// Activations stay float32 (weight-only quantisation), in the prompt phase too.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "core/engine.h"
+#include "core/engine_ns-inl.h"
+#include "core/linear_layout.h"
+#include "runtime/threads.h"
+
+namespace kwker {
+namespace KWKER_ENGINE_NS {
+namespace lin {
+
+#if defined(__AVX512F__)
+struct V {
+  __m512 v;
+  static V zero() { return {_mm512_setzero_ps()}; }
+  static V set1(float a) { return {_mm512_set1_ps(a)}; }
+  static V load(const float *p) { return {_mm512_loadu_ps(p)}; }
+  static V load_bf16(const uint16_t *p) {
+    __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+    return {_mm512_castsi512_ps(_mm512_slli_epi32(w, 16))};
+  }
+  static V load_i8(const int8_t *p) {
+    return {_mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))))};
+  }
+  // 16 bytes: low nibbles are elements 0..15, high nibbles 16..31.
+  static void load_nibbles(const uint8_t *p, V &lo, V &hi) {
+    __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+    lo.v = _mm512_cvtepi32_ps(_mm512_and_si512(b, _mm512_set1_epi32(15)));
+    hi.v = _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4));
+  }
+  void store(float *p) const { _mm512_storeu_ps(p, v); }
+};
+inline V fma(V a, V b, V c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+inline V add(V a, V b) { return {_mm512_add_ps(a.v, b.v)}; }
+inline float reduce(V a) {
+  __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a.v),
+                           _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
+  return _mm_cvtss_f32(q);
+}
+#elif defined(__AVX2__)
+struct V {
+  __m256 a, b;  // lanes 0..7, 8..15
+  static V zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static V set1(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
+  static V load(const float *p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+  static __m256 widen_bf16(const uint16_t *p) {
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  static V load_bf16(const uint16_t *p) { return {widen_bf16(p), widen_bf16(p + 8)}; }
+  static __m256 widen_i8(const int8_t *p) {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))));
+  }
+  static V load_i8(const int8_t *p) { return {widen_i8(p), widen_i8(p + 8)}; }
+  static void load_nibbles(const uint8_t *p, V &lo, V &hi) {
+    const __m256i m = _mm256_set1_epi32(15);
+    __m256i b0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
+    __m256i b1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + 8)));
+    lo.a = _mm256_cvtepi32_ps(_mm256_and_si256(b0, m));
+    lo.b = _mm256_cvtepi32_ps(_mm256_and_si256(b1, m));
+    hi.a = _mm256_cvtepi32_ps(_mm256_srli_epi32(b0, 4));
+    hi.b = _mm256_cvtepi32_ps(_mm256_srli_epi32(b1, 4));
+  }
+  void store(float *p) const {
+    _mm256_storeu_ps(p, a);
+    _mm256_storeu_ps(p + 8, b);
+  }
+};
+inline V fma(V x, V y, V z) { return {_mm256_fmadd_ps(x.a, y.a, z.a), _mm256_fmadd_ps(x.b, y.b, z.b)}; }
+inline V add(V x, V y) { return {_mm256_add_ps(x.a, y.a), _mm256_add_ps(x.b, y.b)}; }
+inline float reduce(V x) {
+  __m256 h = _mm256_add_ps(x.a, x.b);
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
+  return _mm_cvtss_f32(q);
+}
+#else
+// Portable and sse4.2: the same lanes in scalar code. std::fma is the fused operation (glibc
+// uses the FMA instruction where the CPU has one, an exact software routine elsewhere).
+struct V {
+  float l[kLinLanes];
+  static V zero() {
+    V r;
+    for (int i = 0; i < kLinLanes; ++i) r.l[i] = 0.0f;
+    return r;
+  }
+  static V set1(float a) {
+    V r;
+    for (int i = 0; i < kLinLanes; ++i) r.l[i] = a;
+    return r;
+  }
+  static V load(const float *p) {
+    V r;
+    std::memcpy(r.l, p, sizeof(r.l));
+    return r;
+  }
+  static V load_bf16(const uint16_t *p) {
+    V r;
+    for (int i = 0; i < kLinLanes; ++i) {
+      uint32_t b = uint32_t(p[i]) << 16;
+      std::memcpy(&r.l[i], &b, 4);
+    }
+    return r;
+  }
+  static V load_i8(const int8_t *p) {
+    V r;
+    for (int i = 0; i < kLinLanes; ++i) r.l[i] = float(p[i]);
+    return r;
+  }
+  static void load_nibbles(const uint8_t *p, V &lo, V &hi) {
+    for (int i = 0; i < kLinLanes; ++i) {
+      lo.l[i] = float(p[i] & 15);
+      hi.l[i] = float(p[i] >> 4);
+    }
+  }
+  void store(float *p) const { std::memcpy(p, l, sizeof(l)); }
+};
+inline V fma(V a, V b, V c) {
+  V r;
+  for (int i = 0; i < kLinLanes; ++i) r.l[i] = std::fma(a.l[i], b.l[i], c.l[i]);
+  return r;
+}
+inline V add(V a, V b) {
+  V r;
+  for (int i = 0; i < kLinLanes; ++i) r.l[i] = a.l[i] + b.l[i];
+  return r;
+}
+inline float reduce(V a) {
+  float h[8], q[4], d[2];
+  for (int i = 0; i < 8; ++i) h[i] = a.l[i] + a.l[i + 8];
+  for (int i = 0; i < 4; ++i) q[i] = h[i] + h[i + 4];
+  for (int i = 0; i < 2; ++i) d[i] = q[i] + q[i + 2];
+  return d[0] + d[1];
+}
+#endif
+
+constexpr int NR = kLinNR;
+
+// One panel (NR columns) for MR rows. xs[i] is row i padded to kp; sums[i] its int4 group sums.
+template <int MR>
+void panel_f32(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
+  const float *w = reinterpret_cast<const float *>(panel);
+  V acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+  for (int64_t k = 0; k < kp; k += kLinLanes, w += NR * kLinLanes) {
+    V xv[MR];
+    for (int i = 0; i < MR; ++i) xv[i] = V::load(xs[i] + k);
+    for (int j = 0; j < NR; ++j) {
+      V wv = V::load(w + j * kLinLanes);
+      for (int i = 0; i < MR; ++i) acc[i][j] = fma(wv, xv[i], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = reduce(acc[i][j]);
+}
+
+template <int MR>
+void panel_bf16(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
+  const uint16_t *w = reinterpret_cast<const uint16_t *>(panel);
+  V acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+  for (int64_t k = 0; k < kp; k += kLinLanes, w += NR * kLinLanes) {
+    V xv[MR];
+    for (int i = 0; i < MR; ++i) xv[i] = V::load(xs[i] + k);
+    for (int j = 0; j < NR; ++j) {
+      V wv = V::load_bf16(w + j * kLinLanes);
+      for (int i = 0; i < MR; ++i) acc[i][j] = fma(wv, xv[i], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = reduce(acc[i][j]);
+}
+
+template <int MR>
+void panel_q8(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
+  V acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+  const uint8_t *p = panel;
+  for (int64_t k = 0; k < kp; k += kLinQ8Block, p += kLinQ8PanelBlockBytes) {
+    float scale[NR];
+    std::memcpy(scale, p, sizeof(scale));
+    const int8_t *q = reinterpret_cast<const int8_t *>(p + NR * 4);
+    V x0[MR], x1[MR];
+    for (int i = 0; i < MR; ++i) {
+      x0[i] = V::load(xs[i] + k);
+      x1[i] = V::load(xs[i] + k + kLinLanes);
+    }
+    for (int j = 0; j < NR; ++j) {
+      V w0 = V::load_i8(q + j * kLinQ8Block), w1 = V::load_i8(q + j * kLinQ8Block + kLinLanes);
+      V d = V::set1(scale[j]);
+      for (int i = 0; i < MR; ++i) {
+        V s = fma(w0, x0[i], V::zero());
+        s = fma(w1, x1[i], s);
+        acc[i][j] = fma(d, s, acc[i][j]);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = reduce(acc[i][j]);
+}
+
+// GS: the group size when known at compile time (32, the GGUF size), 0 for any multiple of 32.
+template <int MR, int GS>
+void panel_q4(const float *const *xs, const float *const *sums, const uint8_t *panel,
+              int64_t kp, int64_t group_rt, float (*out)[NR]) {
+  const int64_t group = GS ? GS : group_rt;
+  V acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+  const int64_t qbytes = group / 2;
+  const uint8_t *p = panel;
+  for (int64_t g0 = 0, gi = 0; g0 < kp; g0 += group, ++gi) {
+    float scale[NR], mins[NR];
+    std::memcpy(scale, p, sizeof(scale));
+    std::memcpy(mins, p + NR * 4, sizeof(mins));
+    const uint8_t *q = p + NR * 8;
+    V s[MR][NR];
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NR; ++j) s[i][j] = V::zero();
+    for (int64_t b = 0; b < group; b += kLinQ8Block) {
+      V x0[MR], x1[MR];
+      for (int i = 0; i < MR; ++i) {
+        x0[i] = V::load(xs[i] + g0 + b);
+        x1[i] = V::load(xs[i] + g0 + b + kLinLanes);
+      }
+      for (int j = 0; j < NR; ++j) {
+        V lo, hi;
+        V::load_nibbles(q + j * qbytes + b / 2, lo, hi);
+        for (int i = 0; i < MR; ++i) {
+          s[i][j] = fma(lo, x0[i], s[i][j]);
+          s[i][j] = fma(hi, x1[i], s[i][j]);
+        }
+      }
+    }
+    for (int j = 0; j < NR; ++j) {
+      V d = V::set1(scale[j]), mn = V::set1(mins[j]);
+      for (int i = 0; i < MR; ++i) {
+        acc[i][j] = fma(d, s[i][j], acc[i][j]);
+        acc[i][j] = fma(mn, V::load(sums[i] + gi * kLinLanes), acc[i][j]);
+      }
+    }
+    p += NR * 8 + NR * qbytes;
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = reduce(acc[i][j]);
+}
+
+struct Job {
+  int mode;
+  int64_t m, n, kp, group, panel_bytes, npanels;
+  const float *xpad;   // m rows of kp floats
+  const float *gsums;  // int4: m rows of (kp / group) * 16 lane sums
+  const uint8_t *packed;
+  const float *bias;
+  float *y;
+  int ntasks;
+};
+
+template <int MR>
+void rows_panel(const Job &jb, int64_t m0, int64_t p) {
+  const float *xs[MR];
+  const float *sums[MR];
+  const int64_t ng = jb.mode == kLinInt4 ? jb.kp / jb.group : 0;
+  for (int i = 0; i < MR; ++i) {
+    xs[i] = jb.xpad + (m0 + i) * jb.kp;
+    sums[i] = jb.gsums ? jb.gsums + (m0 + i) * ng * kLinLanes : nullptr;
+  }
+  const uint8_t *panel = jb.packed + p * jb.panel_bytes;
+  float out[MR][NR];
+  switch (jb.mode) {
+    case kLinF32: panel_f32<MR>(xs, panel, jb.kp, out); break;
+    case kLinBF16: panel_bf16<MR>(xs, panel, jb.kp, out); break;
+    case kLinInt8: panel_q8<MR>(xs, panel, jb.kp, out); break;
+    default:
+      if (jb.group == 32) panel_q4<MR, 32>(xs, sums, panel, jb.kp, jb.group, out);
+      else panel_q4<MR, 0>(xs, sums, panel, jb.kp, jb.group, out);
+      break;
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) {
+      int64_t col = p * NR + j;
+      if (col >= jb.n) break;
+      float v = out[i][j];
+      if (jb.bias) v = v + jb.bias[col];
+      jb.y[(m0 + i) * jb.n + col] = v;
+    }
+}
+
+void run_task(void *ctx, int task) {
+  const Job &jb = *static_cast<const Job *>(ctx);
+  int64_t p0 = jb.npanels * task / jb.ntasks, p1 = jb.npanels * (task + 1) / jb.ntasks;
+  // int4 keeps twice the accumulators (group partial sums), so it takes two rows at a time.
+  const int64_t mr = jb.mode == kLinInt4 ? 2 : 4;
+  for (int64_t p = p0; p < p1; ++p) {
+    int64_t m0 = 0;
+    for (; m0 + mr <= jb.m; m0 += mr) {
+      if (mr == 4) rows_panel<4>(jb, m0, p);
+      else rows_panel<2>(jb, m0, p);
+    }
+    for (; m0 < jb.m; ++m0) rows_panel<1>(jb, m0, p);
+  }
+}
+
+// Pads x to kp columns (zeros) and, for int4, computes each group's lane-wise sums of x.
+int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, const void *packed,
+               int64_t n, int64_t group, const float *bias, float *y) {
+  const int64_t kp = lin_padded_k(mode, k, group);
+  const int64_t ng = mode == kLinInt4 ? kp / group : 0;
+  float *xpad = static_cast<float *>(std::malloc(sizeof(float) * size_t(m * kp + m * ng * kLinLanes + 1)));
+  if (!xpad) return -1;
+  float *gsums = mode == kLinInt4 ? xpad + m * kp : nullptr;
+  for (int64_t r = 0; r < m; ++r) {
+    float *dst = xpad + r * kp;
+    std::memcpy(dst, x + r * k, sizeof(float) * size_t(k));
+    for (int64_t c = k; c < kp; ++c) dst[c] = 0.0f;
+    if (gsums) {
+      for (int64_t g = 0; g < ng; ++g) {
+        V s = V::zero();
+        for (int64_t c = g * group; c < (g + 1) * group; c += kLinLanes) s = add(s, V::load(dst + c));
+        s.store(gsums + (r * ng + g) * kLinLanes);
+      }
+    }
+  }
+  Job jb;
+  jb.mode = mode;
+  jb.m = m;
+  jb.n = n;
+  jb.kp = kp;
+  jb.group = group;
+  jb.panel_bytes = lin_panel_bytes(mode, kp, group);
+  jb.npanels = (n + NR - 1) / NR;
+  jb.xpad = xpad;
+  jb.gsums = gsums;
+  jb.packed = static_cast<const uint8_t *>(packed);
+  jb.bias = bias;
+  jb.y = y;
+  // A second thread pays once each covers enough weight bytes (and rows) to hide the hand-off.
+  int64_t bytes = jb.panel_bytes * jb.npanels * (m < 8 ? 1 : m / 8);
+  int64_t by_work = bytes / kLinMinBytesPerThread;
+  int t = ctx.threads;
+  if (by_work < t) t = by_work < 1 ? 1 : int(by_work);
+  if (jb.npanels < t) t = int(jb.npanels < 1 ? 1 : jb.npanels);
+  jb.ntasks = t;
+  ctx.used_threads = t;
+  rt::run_parallel(t, run_task, &jb);
+  std::free(xpad);
+  return 0;
+}
+
+inline const LinearTable &make_linear_table(const char *name) {
+  static const LinearTable t = {name, linear_run};
+  return t;
+}
+
+}  // namespace lin
+}  // namespace KWKER_ENGINE_NS
+}  // namespace kwker

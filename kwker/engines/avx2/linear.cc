@@ -1,0 +1,6 @@
+// The "avx2" engine's linear kernels (core/linear-inl.h) with this engine's ISA flags.
+#include "core/linear-inl.h"
+
+namespace kwker {
+const LinearTable &linear_avx2() { return KWKER_ENGINE_NS::lin::make_linear_table("avx2"); }
+}  // namespace kwker

@@ -1,0 +1,6 @@
+// The "portable" engine's linear kernels (core/linear-inl.h) with this engine's ISA flags.
+#include "core/linear-inl.h"
+
+namespace kwker {
+const LinearTable &linear_portable() { return KWKER_ENGINE_NS::lin::make_linear_table("portable"); }
+}  // namespace kwker

@@ -1,0 +1,6 @@
+// The "sse42" engine's linear kernels (core/linear-inl.h) with this engine's ISA flags.
+#include "core/linear-inl.h"
+
+namespace kwker {
+const LinearTable &linear_sse42() { return KWKER_ENGINE_NS::lin::make_linear_table("sse4.2"); }
+}  // namespace kwker

@@ -1,0 +1,118 @@
+// The CPU backend's operators (kwker.cpu_backend): packing weights once and running the linear
+// kernels of core/linear-inl.h on float32 activations, so a layer's forward costs one
+// dispatcher call and no Python. Part of the same compiled extension as the sort operators
+// (one torch minor version; see ops.cc).
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "kwker/kwker.h"
+
+namespace {
+
+using at::Tensor;
+
+void check(int status) { TORCH_CHECK(status == KWKER_OK, "kwker: ", kwker_last_error()); }
+
+at::ScalarType value_type(int64_t mode) {
+  switch (mode) {
+    case KWKER_LINEAR_HIGH: return at::kFloat;
+    case KWKER_LINEAR_MEDIUM: return at::kBFloat16;
+    case KWKER_LINEAR_INT8: return at::kChar;
+    default: return at::kByte;
+  }
+}
+
+int64_t blocks(int64_t mode, int64_t k, int64_t group) {
+  int64_t b = mode == KWKER_LINEAR_INT4 ? group : 32;
+  return (k + b - 1) / b;
+}
+
+Tensor linear_pack(int64_t mode, const Tensor &values, const std::optional<Tensor> &scales,
+                   const std::optional<Tensor> &mins, int64_t group) {
+  TORCH_CHECK(mode >= 0 && mode <= 3, "kwker.linear_pack: unknown mode ", mode);
+  TORCH_CHECK(values.dim() == 2 && values.device().is_cpu(),
+              "kwker.linear_pack: values must be a 2-D CPU tensor [out_features, in_features]");
+  TORCH_CHECK(values.scalar_type() == value_type(mode), "kwker.linear_pack: mode ", mode,
+              " takes values of dtype ", value_type(mode), ", got ", values.scalar_type());
+  const int64_t n = values.size(0), k = values.size(1);
+  int64_t bytes = kwker_linear_packed_size(int(mode), n, k, group);
+  if (bytes < 0) check(KWKER_E_INVALID_ARGUMENT);
+  Tensor v = values.contiguous();
+  Tensor s, m;
+  if (mode >= KWKER_LINEAR_INT8) {
+    TORCH_CHECK(scales.has_value(), "kwker.linear_pack: int8/int4 need scales");
+    s = scales->to(at::kFloat).contiguous();
+    TORCH_CHECK(s.numel() == n * blocks(mode, k, group), "kwker.linear_pack: scales must have ",
+                n * blocks(mode, k, group), " elements, got ", s.numel());
+  }
+  if (mode == KWKER_LINEAR_INT4) {
+    TORCH_CHECK(mins.has_value(), "kwker.linear_pack: int4 needs mins");
+    m = mins->to(at::kFloat).contiguous();
+    TORCH_CHECK(m.numel() == s.numel(), "kwker.linear_pack: mins must match scales");
+  }
+  // 64-byte aligned storage: panels start on cache-line boundaries.
+  Tensor out = at::empty({bytes + 64}, at::TensorOptions().dtype(at::kByte));
+  int64_t off = (64 - int64_t(reinterpret_cast<uintptr_t>(out.data_ptr()) % 64)) % 64;
+  Tensor packed = out.narrow(0, off, bytes);
+  check(kwker_linear_pack(int(mode), n, k, group, v.data_ptr(), s.defined() ? s.data_ptr<float>() : nullptr,
+                          m.defined() ? m.data_ptr<float>() : nullptr, packed.data_ptr()));
+  return packed;
+}
+
+std::tuple<Tensor, Tensor, Tensor> linear_unpack(int64_t mode, const Tensor &packed, int64_t n,
+                                                 int64_t k, int64_t group) {
+  int64_t bytes = kwker_linear_packed_size(int(mode), n, k, group);
+  if (bytes < 0) check(KWKER_E_INVALID_ARGUMENT);
+  TORCH_CHECK(packed.scalar_type() == at::kByte && packed.is_contiguous() && packed.numel() == bytes,
+              "kwker.linear_unpack: packed must be a contiguous uint8 tensor of ", bytes, " bytes");
+  Tensor v = at::empty({n, k}, at::TensorOptions().dtype(value_type(mode)));
+  int64_t nb = mode >= KWKER_LINEAR_INT8 ? blocks(mode, k, group) : 0;
+  Tensor s = at::empty({n, nb}, at::TensorOptions().dtype(at::kFloat));
+  Tensor m = at::empty({n, mode == KWKER_LINEAR_INT4 ? nb : 0}, at::TensorOptions().dtype(at::kFloat));
+  check(kwker_linear_unpack(int(mode), n, k, group, packed.data_ptr(), v.data_ptr(),
+                            nb ? s.data_ptr<float>() : nullptr,
+                            mode == KWKER_LINEAR_INT4 ? m.data_ptr<float>() : nullptr));
+  return {v, s, m};
+}
+
+Tensor linear(const Tensor &x, const Tensor &packed, const std::optional<Tensor> &bias,
+              int64_t mode, int64_t n, int64_t group, int64_t threads) {
+  TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == at::kFloat && x.dim() >= 1,
+              "kwker.linear: x must be a float32 CPU tensor, got ", x.scalar_type(), " on ",
+              x.device());
+  const int64_t k = x.size(-1);
+  int64_t bytes = kwker_linear_packed_size(int(mode), n, k, group);
+  if (bytes < 0) check(KWKER_E_INVALID_ARGUMENT);
+  TORCH_CHECK(packed.scalar_type() == at::kByte && packed.is_contiguous() && packed.numel() == bytes,
+              "kwker.linear: packed weights of ", packed.numel(), " bytes do not fit in_features=",
+              k, ", out_features=", n, " (expected ", bytes, ")");
+  Tensor xc = x.contiguous();
+  const float *b = nullptr;
+  Tensor bc;
+  if (bias.has_value() && bias->defined()) {
+    bc = bias->to(at::kFloat).contiguous();
+    TORCH_CHECK(bc.numel() == n, "kwker.linear: bias has ", bc.numel(), " elements, expected ", n);
+    b = bc.data_ptr<float>();
+  }
+  auto shape = x.sizes().vec();
+  shape.back() = n;
+  Tensor y = at::empty(shape, at::TensorOptions().dtype(at::kFloat));
+  const int64_t m = k ? xc.numel() / k : 0;
+  check(kwker_linear(int(mode), xc.data_ptr<float>(), m, k, packed.data_ptr(), n, group, b,
+                     y.data_ptr<float>(), int(threads)));
+  return y;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(kwker_torch, m) {
+  m.def("linear_pack(int mode, Tensor values, Tensor? scales, Tensor? mins, int group) -> Tensor",
+        &linear_pack);
+  m.def("linear_unpack(int mode, Tensor packed, int n, int k, int group) -> (Tensor, Tensor, Tensor)",
+        &linear_unpack);
+  m.def("linear(Tensor x, Tensor packed, Tensor? bias, int mode, int n, int group, int threads) -> Tensor",
+        &linear);
+}

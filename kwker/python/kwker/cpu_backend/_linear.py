@@ -1,0 +1,80 @@
+"""KwkerLinear: an nn.Linear replacement whose weights live packed in the layout of Kwker's linear
+kernels (kwker/core/linear_layout.h) and whose forward is one call of the compiled operator
+torch.ops.kwker_torch.linear (no Python per element, no dequantised copy of the weights)."""
+import torch
+
+from kwker.torch_ops import _compiled
+
+MODES = ("high", "medium", "int8", "int4")
+MODE_CODES = {m: i for i, m in enumerate(MODES)}
+
+
+_NS = []
+
+
+def ops():
+    """torch.ops.kwker_torch, loaded once (load() checks the torch version on the first call)."""
+    if not _NS:
+        _NS.append(_compiled.load())
+    return _NS[0]
+
+
+_LINEAR = []
+
+
+def _linear_op():
+    if not _LINEAR:
+        _LINEAR.append(ops().linear.default)
+    return _LINEAR[0]
+
+
+class KwkerLinear(torch.nn.Module):
+    """y = x W^T + b with W packed once (mode: high, medium, int8 or int4). Activations run in
+    float32; inputs of another dtype are converted and the result converted back."""
+
+    def __init__(self, values, scales, mins, bias, *, mode, group, threads, scheme=None):
+        super().__init__()
+        self.mode, self.group, self.threads, self.scheme = mode, int(group), int(threads), scheme
+        self.out_features, self.in_features = values.shape
+        self._code = MODE_CODES[mode]
+        packed = ops().linear_pack(self._code, values, scales, mins, self.group)
+        self.register_buffer("packed", packed, persistent=True)
+        self.register_buffer("bias", None if bias is None else
+                             bias.detach().to(torch.float32).clone(), persistent=True)
+
+    @classmethod
+    def from_linear(cls, linear, *, mode, group, threads, scheme):
+        from . import _quant
+        values, scales, mins = _quant.quantize(linear.weight, mode, scheme, group)
+        return cls(values, scales, mins, linear.bias, mode=mode, group=group, threads=threads,
+                   scheme=scheme)
+
+    def unpack(self):
+        """(values, scales, mins) exactly as packed."""
+        return tuple(ops().linear_unpack(self._code, self.packed, self.out_features,
+                                         self.in_features, self.group))
+
+    def dequantized_weight(self):
+        from . import _quant
+        v, s, m = self.unpack()
+        return _quant.dequantize(v, s, m, self.mode, self.group)
+
+    @property
+    def weight_bytes(self):
+        return int(self.packed.numel())
+
+    def forward(self, x):
+        dt = x.dtype
+        xf = x if dt == torch.float32 else x.to(torch.float32)
+        y = _linear_op()(xf, self.packed, self.bias, self._code, self.out_features, self.group,
+                         self.threads)
+        return y if dt == torch.float32 else y.to(dt)
+
+    def extra_repr(self):
+        s = (f"in_features={self.in_features}, out_features={self.out_features}, "
+             f"bias={self.bias is not None}, mode={self.mode}")
+        if self.mode == "int4":
+            s += f", group_size={self.group}"
+        if self.scheme:
+            s += f", scheme={self.scheme}"
+        return s

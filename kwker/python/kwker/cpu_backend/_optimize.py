@@ -1,0 +1,127 @@
+"""optimize(): every nn.Linear of a model (the LM head included, tied or not) becomes a
+KwkerLinear running Kwker's kernels. Arguments are checked and every layer is packed before the
+model changes, so bad input or a failure leaves the model as it was."""
+import copy
+import sys
+
+from kwker import _integrations
+from kwker.torch_ops import _compiled
+
+from . import _status
+from ._quant import SCHEMES
+
+MODES = ("high", "medium", "int8", "int4")
+
+
+def _install():
+    _compiled.load()
+
+
+def _uninstall():
+    pass
+
+
+INTEGRATION = _integrations.register(_status.NAME, _install, _uninstall)
+
+
+def check_mode(mode, where="optimize"):
+    if mode not in MODES:
+        raise ValueError(f"kwker.cpu_backend.{where}: unknown mode {mode!r}; use one of "
+                         f"{', '.join(repr(m) for m in MODES)} (\"high\" = float32)")
+    return mode
+
+
+def check_options(mode, group_size, scheme, threads, where="optimize"):
+    check_mode(mode, where)
+    if mode == "int4":
+        if (isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 32
+                or group_size % 32 or group_size > 4096):
+            raise ValueError(f"kwker.cpu_backend.{where}: int4 group_size={group_size!r} does not "
+                             "divide into the kernels' 32-element blocks; use a multiple of 32 up "
+                             "to 4096 (32 = GGUF Q4_0/Q4_1, 64, 128)")
+    if scheme is not None:
+        allowed = SCHEMES.get(mode, ())
+        if scheme not in allowed:
+            raise ValueError(f"kwker.cpu_backend.{where}: scheme {scheme!r} is not one of mode "
+                             f"{mode!r}'s ({', '.join(allowed) or 'none: leave scheme=None'})")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):
+        raise ValueError(f"kwker.cpu_backend.{where}: threads must be an int >= 1, or None for "
+                         f"Kwker's thread budget (got {threads!r})")
+    return (group_size if mode == "int4" else 32), (scheme or (SCHEMES[mode][0]
+                                                               if mode in SCHEMES else None))
+
+
+def linear_layers(model):
+    """[(qualified name, module)] of the nn.Linear layers optimize() replaces. Layers that
+    nn.MultiheadAttention reads by weight (it never calls their forward) are left alone."""
+    import torch
+    skip = set()
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.MultiheadAttention):
+            skip.add(f"{name}.out_proj" if name else "out_proj")
+    return [(n, m) for n, m in model.named_modules()
+            if isinstance(m, torch.nn.Linear) and n not in skip]
+
+
+def _replace(model, name, new):
+    parent_name, _, attr = name.rpartition(".")
+    parent = model.get_submodule(parent_name) if parent_name else model
+    setattr(parent, attr, new)
+
+
+def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, scheme=None):
+    """Returns `model` with its nn.Linear layers running Kwker's kernels in `mode`:
+
+    "high"   float32 weights and results (differences from torch only from summation order)
+    "medium" bfloat16 weights, float32 accumulation
+    "int8"   int8 weights, one scale per block of 32 along K (GGUF Q8_0); scheme="per_channel"
+             for one scale per output row
+    "int4"   4-bit weights in groups of `group_size` with a scale and a minimum (GGUF Q4_1);
+             scheme="q4_0" for the symmetric Q4_0 form
+
+    A copy is optimized unless inplace=True (which saves a copy's memory). threads: the most
+    threads each layer uses (None: Kwker's budget, kwker.set_max_threads). With KWKER_DISABLE=1,
+    or when the compiled operators do not match this torch, the model comes back unchanged
+    with a one-line notice (python -m kwker doctor says why).
+    """
+    import torch
+    group, scheme = check_options(mode, group_size, scheme, threads)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"kwker.cpu_backend.optimize: expected a torch.nn.Module, got "
+                        f"{type(model).__name__}")
+    if _integrations.disabled():
+        print("kwker.cpu_backend: KWKER_DISABLE=1 is set; optimize() returns the model unchanged",
+              file=sys.stderr)
+        return model
+    available, why = _compiled.availability()
+    if not available:
+        print(f"kwker.cpu_backend: {why}; the CPU backend is off and optimize() returns the model "
+              "unchanged (see python -m kwker doctor)", file=sys.stderr)
+        return model
+    INTEGRATION.install()
+    layers = linear_layers(model)
+    if not layers:
+        raise ValueError(f"kwker.cpu_backend.optimize: {type(model).__name__} has no "
+                         "torch.nn.Linear layers, so there is nothing to optimize (the CPU "
+                         "backend replaces linear layers)")
+    for name, lin in layers:
+        if lin.weight.device.type != "cpu" or not lin.weight.dtype.is_floating_point:
+            raise ValueError(f"kwker.cpu_backend.optimize: layer {name!r} holds "
+                             f"{lin.weight.dtype} weights on {lin.weight.device}; the CPU backend "
+                             "takes floating-point weights on the CPU (model.to('cpu'))")
+    from ._linear import KwkerLinear
+    target = model if inplace else copy.deepcopy(model)
+    t = 0 if threads is None else threads
+    with torch.no_grad():
+        new = {name: KwkerLinear.from_linear(target.get_submodule(name), mode=mode, group=group,
+                                             threads=t, scheme=scheme)
+               for name, _ in layers}
+    for name, mod in new.items():
+        _replace(target, name, mod)
+    target._kwker_cpu_backend = {"mode": mode, "group_size": group, "scheme": scheme,
+                                 "layers": len(new)}
+    _status._state["optimized_models"] += 1
+    _status._state["layers"] += len(new)
+    _status._state["last_mode"] = mode
+    return target

