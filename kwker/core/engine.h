@@ -11,10 +11,11 @@ namespace kwker {
 // (Also lets the C API skip the thread-budget query for small calls.)
 constexpr int64_t kParallelMinElements = 100000;
 // One linear pass (the presorted check, a reversal, the NaN restore, a key-range scan) reads
-// memory at about 0.3 ns per element on one thread, so a second thread's hand-off (a futex
-// wake-up, ~20 us on these VMs) pays only from a few hundred thousand elements: at 1e5 a sorted
-// float64 array took 0.67 ns/el on two threads against 0.37 on one (make bench-native).
-constexpr int64_t kParallelPassMinElements = 262144;
+// memory at 0.05-0.4 ns per element on one thread, so a second thread's hand-off (a futex
+// wake-up, tens of µs on these VMs) pays only from about two million elements: sorted int32 in
+// place took 0.05 ns/el on one thread and 0.10 on two at 1e6, 0.17 and 0.11 at 1e7
+// (make bench-native, idle machine).
+constexpr int64_t kParallelPassMinElements = int64_t(1) << 21;
 
 // Per-call context resolved by the C API from the runtime controls.
 struct CallCtx {

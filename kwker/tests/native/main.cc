@@ -2,6 +2,7 @@
 // algorithm threshold, against the scalar reference, with red zones around every buffer.
 // Prints "N passed, N failed" and exits non-zero on any failure.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -176,8 +177,9 @@ void run_matrix() {
     for (int64_t n = 0; n <= 300; n += (n < 40 ? 1 : 13))
       for (int dist = 0; dist < ref::kNumDists; ++dist)
         for (unsigned flags = 0; flags < 4; ++flags) test_1d(dtype, dist, n, flags, 0);
-    // Sizes across the counting, parallel and network thresholds.
-    for (int64_t n : {1000, 4099, 20001, 60001, 360000})
+    // Sizes across the counting, parallel and network thresholds (130,000: above the parallel
+    // sort threshold of 100,000 and the 16-bit counting argsort threshold of 65,537).
+    for (int64_t n : {1000, 4099, 20001, 60001, 130000})
       for (int dist : {int(ref::kUniform), int(ref::kFewDistinct), int(ref::kNanHeavy),
                        int(ref::kSorted), int(ref::kReversed)})
         for (unsigned flags : {0u, unsigned(KWKER_DESCENDING | KWKER_NANS_FIRST)})
@@ -185,6 +187,11 @@ void run_matrix() {
     for (int64_t n : {100000, 250000})
       for (int dist : {int(ref::kUniform), int(ref::kFewDistinct)})
         test_1d(dtype, dist, n, dist == ref::kUniform ? 0u : unsigned(KWKER_DESCENDING), 0);
+    // Above the linear passes' thread threshold (core/engine.h): the presorted check and the
+    // reversal split over two threads.
+    if (dtype == KWKER_FLOAT32 || dtype == KWKER_INT64)
+      for (int dist : {int(ref::kSorted), int(ref::kReversed)})
+        test_1d(dtype, dist, 2200000, 0u, 2);
     for (const char *engine : g_engines) {
       kwker_set_isa(engine);
       g_where = std::string(engine) + " " + ref::dtype_name(dtype);
@@ -219,12 +226,19 @@ int main() {
     if (kwker_isa_supported(e)) g_engines.push_back(e);
     else std::printf("engine %s: SKIPPED (this CPU does not run it)\n", e);
   }
-  test_errors();
-  run_matrix();
-  test_threads_and_modes();
-  run_short_tests();
-  run_pairs_tests();
-  run_linear_tests();
+  // Each part's wall time is printed so the suite's share of `make test` stays visible.
+  auto timed = [](const char *name, void (*part)()) {
+    auto t0 = std::chrono::steady_clock::now();
+    part();
+    std::printf("%s: %.1f s\n", name,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  };
+  timed("errors", test_errors);
+  timed("matrix", run_matrix);
+  timed("threads and modes", test_threads_and_modes);
+  timed("short inputs", run_short_tests);
+  timed("pairs", run_pairs_tests);
+  timed("linear", run_linear_tests);
   for (const char *e : g_engines) {
     size_t need = 0;
     kwker_self_check(e, nullptr, 0, &need);
