@@ -30,7 +30,7 @@ def test_block_runs(block, doc_runs):
 def test_blocks_are_labelled(page):
     for b in BLOCKS[page]:
         assert b.lang in KNOWN_LANGS, f"{b.id}: a code block needs one of {sorted(KNOWN_LANGS)} as its language"
-        assert set(b.tags) <= {"file", "requires"}, f"{b.id}: unknown info-string tags {sorted(b.tags)}"
+        assert set(b.tags) <= {"file", "requires", "timing"}, f"{b.id}: unknown info-string tags {sorted(b.tags)}"
 
 
 def test_the_readme_example_is_runnable_as_pasted():
