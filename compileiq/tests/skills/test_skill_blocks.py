@@ -68,7 +68,7 @@ def test_front_matter(name):
 def test_blocks_are_labelled(name):
     for b in BLOCKS[name]:
         assert b.lang in KNOWN_LANGS, f"{b.id}: a code block needs one of {sorted(KNOWN_LANGS)} as its language"
-        assert set(b.tags) <= {"file", "requires"}, f"{b.id}: unknown info-string tags {sorted(b.tags)}"
+        assert set(b.tags) <= {"file", "requires", "timing"}, f"{b.id}: unknown info-string tags {sorted(b.tags)}"
         if b.lang in ("text",):
             assert not b.tags, f"{b.id}: text blocks never run; tags make no sense there"
 
