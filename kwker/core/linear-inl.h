@@ -164,9 +164,13 @@ inline float reduce(V a) {
 constexpr int NR = kLinNR;
 
 // One panel (NR columns) for MR rows. xs[i] is row i padded to kp; sums[i] its int4 group sums.
-template <int MR>
-void panel_f32(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
-  const float *w = reinterpret_cast<const float *>(panel);
+// float32 and bf16 panels differ only in how a vector of weights is loaded.
+inline V load_weights(const float *w) { return V::load(w); }
+inline V load_weights(const uint16_t *w) { return V::load_bf16(w); }
+
+template <int MR, class W>
+void panel_dense(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
+  const W *w = reinterpret_cast<const W *>(panel);
   V acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
@@ -174,7 +178,7 @@ void panel_f32(const float *const *xs, const uint8_t *panel, int64_t kp, float (
     V xv[MR];
     for (int i = 0; i < MR; ++i) xv[i] = V::load(xs[i] + k);
     for (int j = 0; j < NR; ++j) {
-      V wv = V::load(w + j * kLinLanes);
+      V wv = load_weights(w + j * kLinLanes);
       for (int i = 0; i < MR; ++i) acc[i][j] = fma(wv, xv[i], acc[i][j]);
     }
   }
@@ -183,21 +187,13 @@ void panel_f32(const float *const *xs, const uint8_t *panel, int64_t kp, float (
 }
 
 template <int MR>
+void panel_f32(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
+  panel_dense<MR, float>(xs, panel, kp, out);
+}
+
+template <int MR>
 void panel_bf16(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
-  const uint16_t *w = reinterpret_cast<const uint16_t *>(panel);
-  V acc[MR][NR];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
-  for (int64_t k = 0; k < kp; k += kLinLanes, w += NR * kLinLanes) {
-    V xv[MR];
-    for (int i = 0; i < MR; ++i) xv[i] = V::load(xs[i] + k);
-    for (int j = 0; j < NR; ++j) {
-      V wv = V::load_bf16(w + j * kLinLanes);
-      for (int i = 0; i < MR; ++i) acc[i][j] = fma(wv, xv[i], acc[i][j]);
-    }
-  }
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) out[i][j] = reduce(acc[i][j]);
+  panel_dense<MR, uint16_t>(xs, panel, kp, out);
 }
 
 template <int MR>
