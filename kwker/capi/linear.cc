@@ -197,3 +197,32 @@ KWKER_API int kwker_linear(int mode, const float *x, int64_t m, int64_t k, const
     return set_error(KWKER_E_INTERNAL, "%s: internal error: %s (please report it)", fn, e.what());
   }
 }
+
+namespace {
+struct TaskRuns {
+  int ntasks, nthreads;
+  void (*fn)(void *, int);
+  void *ctx;
+};
+void run_task_range(void *p, int chunk) {
+  const TaskRuns &r = *static_cast<const TaskRuns *>(p);
+  const int begin = int(int64_t(r.ntasks) * chunk / r.nthreads);
+  const int end = int(int64_t(r.ntasks) * (chunk + 1) / r.nthreads);
+  for (int i = begin; i < end; ++i) r.fn(r.ctx, i);
+}
+}  // namespace
+
+KWKER_API int kwker_run_tasks(int ntasks, int threads, void (*fn)(void *ctx, int task), void *ctx) {
+  if (ntasks < 0 || threads < 0 || (ntasks > 0 && !fn))
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "kwker_run_tasks: ntasks and threads must be >= 0 and fn not NULL (got "
+                     "ntasks=%d, threads=%d)", ntasks, threads);
+  if (ntasks == 0) return KWKER_OK;
+  const int budget = rt::thread_budget();
+  int t = threads == 0 || threads > budget ? budget : threads;
+  if (t > ntasks) t = ntasks;
+  if (t < 1) t = 1;
+  TaskRuns runs{ntasks, t, fn, ctx};
+  rt::run_parallel(t, run_task_range, &runs);
+  return KWKER_OK;
+}

@@ -182,6 +182,13 @@ KWKER_API int kwker_linear_unpack(int mode, int64_t n, int64_t k, int64_t group,
 KWKER_API int kwker_linear(int mode, const float *x, int64_t m, int64_t k, const void *packed,
                            int64_t n, int64_t group, const float *bias, float *y, int threads);
 
+/* Runs fn(ctx, task) for every task in [0, ntasks) on Kwker's thread pool, on at most threads
+ * threads (0: the process budget; never more than the budget); the calling thread takes part.
+ * Tasks are split into contiguous runs, one per thread. For the CPU backend's decoder packages
+ * (compiled against this header at run time), so their attention shares the sorts' pool and
+ * budget instead of starting a second pool. fn must not throw. */
+KWKER_API int kwker_run_tasks(int ntasks, int threads, void (*fn)(void *ctx, int task), void *ctx);
+
 /* ---- diagnostics (schemas in docs/runtime-info.md) ---- */
 /* Writes the runtime-info JSON (NUL-terminated) to buf. If cap is too small returns
  * KWKER_E_BUFFER_TOO_SMALL and sets *needed (bytes including the NUL). */

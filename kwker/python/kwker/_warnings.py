@@ -181,6 +181,23 @@ def _amx_off(f):
     return f"the CPU has AMX but the CPU backend's AMX kernels are off ({reason})"
 
 
+@rule("decoder-generic", "Install a C++ compiler (e.g. apt install g++) or point CXX at one; "
+                        "packages are compiled once per model and cached in KWKER_CACHE_DIR. "
+                        "Results are the same either way.")
+def _decoder_generic(f):
+    dp = f["status"].get("cpu_backend", {}).get("decoder_packages") or {}
+    last = dp.get("last") or {}
+    if last.get("kind") == "generic" and "was asked for" not in (last.get("reason") or ""):
+        why = last.get("reason")
+    elif isinstance(dp, dict) and dp.get("compiler_reason") and "compiler" in dp \
+            and dp["compiler"] is None:
+        why = dp["compiler_reason"]
+    else:
+        return None
+    return ("the CPU backend's decode step runs its generic precompiled kernels, not a decoder "
+            f"package specialised for the model ({why})")
+
+
 @rule("cpu-subset", "Usually what you want; check taskset -p $$ or your container's CPU "
                     "settings if it is not.")
 def _cpu_subset(f):

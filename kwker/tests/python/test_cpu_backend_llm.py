@@ -30,6 +30,18 @@ BOUNDS = {"high": dict(rel=1e-5, cos=0.9999999, top1=1.0, ppl=1e-4),
           "int4": dict(rel=0.4, cos=0.95, top1=0.6, ppl=0.4)}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _cache_dir(kwker_cache_dir):
+    """Decoder packages go to the session's cache folder, not the user's."""
+    old = os.environ.get("KWKER_CACHE_DIR")
+    os.environ["KWKER_CACHE_DIR"] = str(kwker_cache_dir)
+    yield
+    if old is None:
+        os.environ.pop("KWKER_CACHE_DIR", None)
+    else:
+        os.environ["KWKER_CACHE_DIR"] = old
+
+
 @pytest.fixture(scope="module")
 def model():
     from transformers import AutoModelForCausalLM
@@ -75,6 +87,9 @@ def test_greedy_generate_in_high_mode_gives_the_original_tokens(model, text):
                            do_sample=False)
     assert got[0, 5] == PARIS
     assert torch.equal(got, text)
+    # Every token after the first came from the fused decode step (a package for SmolLM2).
+    assert opt._kwker_cpu_backend["decoder"]["kind"] == "package"
+    assert opt._kwker_decoder.steps >= 19
 
 
 def test_sampling_and_several_sequences_run(model):
@@ -86,7 +101,7 @@ def test_sampling_and_several_sequences_run(model):
     assert out.shape == (4, 11)
 
 
-def test_load_gguf_packs_the_files_blocks_exactly(model):
+def test_load_gguf_packs_the_files_blocks_exactly(model, text):
     m = cb.load_gguf(os.path.join(FOLDER, FILE))
     layers = {n: mod for n, mod in m.named_modules() if isinstance(mod, KwkerLinear)}
     assert len(layers) == 30 * 7 + 1
@@ -99,6 +114,14 @@ def test_load_gguf_packs_the_files_blocks_exactly(model):
         out = m.generate(torch.tensor(PROMPT), max_new_tokens=1, do_sample=False)
     assert out[0, -1] == PARIS
     assert m._kwker_cpu_backend["formats"]
+    # Q4_1 layers with a Q8_0 LM head: the fused step takes both.
+    assert m._kwker_cpu_backend["decoder"]["kind"] == "package"
+    with torch.no_grad():
+        more = m.generate(torch.tensor(PROMPT), max_new_tokens=10, do_sample=False)
+    # The packed blocks are the file's own values, as are the float model's weights: the same
+    # greedy tokens.
+    assert torch.equal(more, text[:, :more.shape[1]])
+    assert m._kwker_decoder.steps >= 9
 
 
 def test_load_gguf_bad_input(tmp_path):

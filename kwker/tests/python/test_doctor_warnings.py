@@ -183,3 +183,19 @@ def test_both_doctors_exit_1_and_name_a_corrupted_engine():
     assert report["runtime_info"]["schema"] == "kwker.runtime_info"
     assert r.returncode == 1 and report["self_check"][engine]["ok"] is False
     assert all(report["self_check"][e]["ok"] for e in others)
+
+
+def test_decoder_generic_when_no_compiler_or_a_failed_build():
+    dp = {"compiler": None, "compiler_reason": "no C++ compiler at run time (install g++ or set "
+                                               "CXX)", "last": None}
+    w = _ids(_facts(status={"cpu_backend": {"decoder_packages": dp}}))["decoder-generic"]
+    assert "generic precompiled kernels" in w["message"] and "no C++ compiler" in w["message"]
+    assert "CXX" in w["fix"]
+    ok = {"compiler": "g++", "compiler_reason": None,
+          "last": {"kind": "generic", "reason": "building the decoder package failed: boom"}}
+    assert "failed: boom" in _ids(_facts(status={"cpu_backend": {"decoder_packages": ok}}))[
+        "decoder-generic"]["message"]
+    ok["last"] = {"kind": "generic", "reason": 'decoder="generic" was asked for'}
+    assert "decoder-generic" not in _ids(_facts(status={"cpu_backend": {"decoder_packages": ok}}))
+    ok["last"] = {"kind": "package", "reason": "compiled in 1.0 s"}
+    assert "decoder-generic" not in _ids(_facts(status={"cpu_backend": {"decoder_packages": ok}}))

@@ -35,4 +35,5 @@ def load_gguf(path, mode=None, **options):
 load_gguf.__doc__ = """Loads a GGUF file into a transformers model whose linear layers hold the
 file's blocks packed for Kwker's kernels: Q4_0 / Q4_1 -> int4, Q8_0 -> int8, BF16 -> medium,
 F32 -> high, F16 -> high (exact; mode="medium" stores bfloat16, lossy). mode= converts every
-layer to another mode. See _gguf.py."""
+layer to another mode. decoder= as for optimize() (the fused decode step; "off" keeps per-layer
+kernels). See _gguf.py."""

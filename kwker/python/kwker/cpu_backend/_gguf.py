@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from ._optimize import MODES, check_options, linear_layers, _replace
+from ._optimize import MODES, check_decoder, check_options, decoder_for, linear_layers, _replace
 from . import _status
 
 # GGUF tensor names of a Llama-family block -> transformers module names.
@@ -69,11 +69,12 @@ def _field(reader, key):
     return None if f is None else f.contents()
 
 
-def load_gguf(path, mode=None, *, threads=None, **from_pretrained):
+def load_gguf(path, mode=None, *, threads=None, decoder="auto", **from_pretrained):
     """See kwker.cpu_backend.load_gguf."""
     import torch
     if mode is not None:
         check_options(mode, 32, None, threads, where="load_gguf")
+    check_decoder(decoder, where="load_gguf")
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"kwker.cpu_backend.load_gguf: {path} does not exist")
@@ -129,7 +130,8 @@ def load_gguf(path, mode=None, *, threads=None, **from_pretrained):
     for name, mod in new.items():
         _replace(model, name, mod)
     model._kwker_cpu_backend = {"mode": mode, "gguf": path, "layers": len(new),
-                                "formats": sorted(set(kinds.values()))}
+                                "formats": sorted(set(kinds.values())),
+                                "decoder": decoder_for(model, t_arg, decoder)}
     _status._state["optimized_models"] += 1
     _status._state["layers"] += len(new)
     return model

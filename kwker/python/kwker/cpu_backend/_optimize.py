@@ -64,13 +64,44 @@ def linear_layers(model):
             if isinstance(m, torch.nn.Linear) and n not in skip]
 
 
+def check_decoder(decoder, where="optimize"):
+    if decoder not in DECODER_CHOICES:
+        raise ValueError(f"kwker.cpu_backend.{where}: decoder={decoder!r} is not one of "
+                         f"{', '.join(repr(d) for d in DECODER_CHOICES)} (\"auto\": the fused "
+                         "decode step where the model allows it)")
+    return decoder
+
+
+def decoder_for(model, threads, choice):
+    """Attaches the fused decode step where the model is in the Llama family; returns what runs
+    ({"kind": "package" | "generic" | "per-layer", "reason": ...})."""
+    from . import _decoder
+    if choice == "off":
+        info = {"kind": "per-layer", "key": None, "reason": "decoder=\"off\" was asked for"}
+    else:
+        try:
+            dec = _decoder.Decoder(model, threads, generic_only=choice == "generic")
+        except _decoder.NotInFamily as e:
+            info = {"kind": "per-layer", "key": None,
+                    "reason": f"not a Llama-family decoder the fused step covers: {e}"}
+        else:
+            _decoder.attach(model, dec)
+            info = dict(dec.info)
+    _status._state["decoder"] = info
+    return info
+
+
 def _replace(model, name, new):
     parent_name, _, attr = name.rpartition(".")
     parent = model.get_submodule(parent_name) if parent_name else model
     setattr(parent, attr, new)
 
 
-def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, scheme=None):
+DECODER_CHOICES = ("auto", "generic", "off")
+
+
+def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, scheme=None,
+             decoder="auto"):
     """Returns `model` with its nn.Linear layers running Kwker's kernels in `mode`:
 
     "high"   float32 weights and results (differences from torch only from summation order)
@@ -84,9 +115,16 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
     threads each layer uses (None: Kwker's budget, kwker.set_max_threads). With KWKER_DISABLE=1,
     or when the compiled operators do not match this torch, the model comes back unchanged
     with a one-line notice (python -m kwker doctor says why).
+
+    decoder: for Llama-family causal LMs (Llama, Mistral, Qwen2, SmolLM), "auto" runs each
+    generated token as one native call: a decoder package compiled for the architecture, mode
+    and engine and cached in KWKER_CACHE_DIR/decoder (the generic precompiled step where no C++
+    compiler runs); "generic" always takes the precompiled step; "off" keeps per-layer kernels.
+    model._kwker_cpu_backend["decoder"] says what ran and why.
     """
     import torch
     group, scheme = check_options(mode, group_size, scheme, threads)
+    check_decoder(decoder)
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"kwker.cpu_backend.optimize: expected a torch.nn.Module, got "
                         f"{type(model).__name__}")
@@ -120,7 +158,7 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
     for name, mod in new.items():
         _replace(target, name, mod)
     target._kwker_cpu_backend = {"mode": mode, "group_size": group, "scheme": scheme,
-                                 "layers": len(new)}
+                                 "layers": len(new), "decoder": decoder_for(target, t, decoder)}
     _status._state["optimized_models"] += 1
     _status._state["layers"] += len(new)
     _status._state["last_mode"] = mode

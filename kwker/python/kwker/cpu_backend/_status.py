@@ -20,7 +20,7 @@ _SYS_ARCH_PRCTL = 158          # x86-64
 _ARCH_REQ_XCOMP_PERM = 0x1023
 _XFEATURE_XTILEDATA = 18
 
-_state = {"optimized_models": 0, "layers": 0, "last_mode": None}
+_state = {"optimized_models": 0, "layers": 0, "last_mode": None, "decoder": None}
 
 
 def amx_setting():
@@ -69,6 +69,17 @@ def amx_status(cpu_features):
     return out
 
 
+def _decoder_packages():
+    """Whether decoder packages can be compiled here, and what the fused decode step did in
+    this process (kwker.cpu_backend._package: no torch, so the doctor can ask)."""
+    from . import _package
+    stats = _package.stats()
+    cmd, why = _package.compiler()
+    return {"compiler": " ".join(cmd) if cmd else None, "compiler_reason": why,
+            "compiled": stats["compiled"], "loaded": stats["loaded"],
+            "generic": stats["generic"], "rebuilt": stats["rebuilt"], "last": _state["decoder"]}
+
+
 def status():
     """The CPU backend's state: whether its compiled operators load into this torch, the engine
     and CPU features its kernels use, AMX, and what optimize() did in this process."""
@@ -90,7 +101,7 @@ def status():
         "vnni": bool(feats.get("avx512_vnni") or feats.get("avx_vnni")),
         "bf16": bool(feats.get("avx512_bf16")),
         "amx": amx_status(feats),
-        "decoder_packages": "not built in this release (per-layer kernels run for every model)",
+        "decoder_packages": _decoder_packages(),
         **_state,
     }
 

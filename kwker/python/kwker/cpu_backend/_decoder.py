@@ -1,0 +1,324 @@
+"""The fused decode step for Llama-family models (Llama, Mistral without sliding windows, Qwen2,
+SmolLM): optimize() attaches a Decoder to the model, and the model's forward sends every
+one-token step that carries a KV cache to one native call (kwker/decoder/decoder_step.cc, as a
+decoder package or the generic library). Everything else (the prompt, calls asking for
+attentions or hidden states, gradients, caches of another kind) runs the model's own forward
+with Kwker's per-layer kernels, so generate() works unchanged: sampling, several sequences,
+beam search and a reused cache included.
+
+The KV cache stays transformers' own Cache object: each layer's keys and values become views of
+a Kwker buffer with spare capacity, which the native step extends in place (a cache that was
+replaced or reordered since the last step is copied into a new buffer first).
+"""
+import ctypes
+import functools
+
+import torch
+
+from . import _package
+
+FAMILY = ("llama", "mistral", "qwen2")
+_STATIC_ROPE = ("default", "linear", "llama3", "yarn")
+_P = ctypes.c_void_p
+
+
+class _Layer(ctypes.Structure):
+    _fields_ = [(n, _P) for n in ("attn_norm", "mlp_norm", "qkv", "qkv_bias", "o", "o_bias",
+                                  "gate_up", "gate_up_bias", "down", "down_bias")]
+
+
+class _Model(ctypes.Structure):
+    _fields_ = ([(n, ctypes.c_int) for n in ("abi", "layers", "hidden", "heads", "kv_heads",
+                                             "head_dim", "inter", "vocab", "mode", "group",
+                                             "lm_mode", "lm_group", "threads")]
+                + [(n, ctypes.c_float) for n in ("eps", "scaling", "rope_scale")]
+                + [(n, _P) for n in ("inv_freq", "final_norm", "lm_head", "lm_head_bias",
+                                     "layer")])
+
+
+class _Call(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_int), ("past", ctypes.c_int64), ("cap", ctypes.c_int64),
+                ("x", _P), ("positions", _P), ("mask", _P), ("k_cache", _P), ("v_cache", _P),
+                ("logits", _P)]
+
+
+class NotInFamily(Exception):
+    """The model cannot take the fused decode step; the message says why."""
+
+
+def _ptr(t):
+    return None if t is None else t.data_ptr()
+
+
+def _f32(t, what):
+    if t.dtype != torch.float32:
+        raise NotInFamily(f"{what} is {t.dtype}, the decode step takes float32")
+    return t.detach().contiguous()
+
+
+def _eps(norm, what):
+    for attr in ("variance_epsilon", "eps"):
+        if hasattr(norm, attr):
+            return float(getattr(norm, attr))
+    raise NotInFamily(f"{what} is {type(norm).__name__}, not an RMSNorm")
+
+
+def _kwker_linears(names, mods, mode, group):
+    from ._linear import KwkerLinear
+    for name, mod in zip(names, mods):
+        if not isinstance(mod, KwkerLinear):
+            raise NotInFamily(f"{name} is {type(mod).__name__}, not a Kwker linear layer")
+        if mod.mode != mode or mod.group != group:
+            raise NotInFamily(f"{name} runs mode {mod.mode}, the others {mode}")
+
+
+def _fuse(mods):
+    """One packed tensor holding the layers' rows one after another, and the layers' own
+    buffers re-pointed into it (same bytes, so the per-layer path and the decode step share
+    memory). Packed panels hold 4 rows, so when every layer's row count is a multiple of 4 the
+    packed bytes simply follow each other; otherwise the rows are unpacked and packed again."""
+    from ._linear import ops
+    first = mods[0]
+    biases = [m.bias for m in mods]
+    if any(b is not None for b in biases):
+        bias = torch.cat([b if b is not None else torch.zeros(m.out_features)
+                          for b, m in zip(biases, mods)])
+    else:
+        bias = None
+    if all(m.out_features % 4 == 0 for m in mods):
+        fused = torch.cat([m.packed for m in mods])
+        off = 0
+        for m in mods:
+            n = m.packed.numel()
+            m.packed = fused[off:off + n]
+            off += n
+        return fused, bias
+    parts = [m.unpack() for m in mods]
+    values, scales, mins = (torch.cat([p[i] for p in parts]) for i in range(3))
+    fused = ops().linear_pack(first._code, values, scales if scales.numel() else None,
+                              mins if mins.numel() else None, first.group)
+    return fused, bias
+
+
+def describe(model):
+    """The shapes and parts of a Llama-family causal LM, or NotInFamily naming what differs."""
+    cfg = getattr(model, "config", None)
+    kind = getattr(cfg, "model_type", None)
+    if kind not in FAMILY:
+        raise NotInFamily(f"model_type {kind!r} is not one the decode step knows "
+                          f"({', '.join(FAMILY)})")
+    inner = getattr(model, "model", None)
+    if inner is None or not hasattr(inner, "layers") or not hasattr(model, "lm_head"):
+        raise NotInFamily(f"{type(model).__name__} is not a causal-LM wrapper with "
+                          ".model.layers and .lm_head")
+    act = getattr(cfg, "hidden_act", None)
+    if act != "silu":
+        raise NotInFamily(f"the MLP activation is {act!r}; the decode step implements silu")
+    window = getattr(cfg, "sliding_window", None)
+    if window and (kind == "mistral" or getattr(cfg, "use_sliding_window", False)):
+        raise NotInFamily(f"sliding-window attention (sliding_window={window}) is not in the "
+                          "decode step")
+    rot = getattr(inner, "rotary_emb", None)
+    rope = getattr(rot, "rope_type", None)
+    if rot is None or rope not in _STATIC_ROPE:
+        raise NotInFamily(f"rotary embedding of type {rope!r}; the decode step takes "
+                          f"{', '.join(_STATIC_ROPE)}")
+    return inner, rot
+
+
+class Decoder:
+    """The native decode step of one optimized model: fused weights, the model description
+    passed to the library, and the library (package or generic)."""
+
+    def __init__(self, model, threads, cache_dir=None, generic_only=False):
+        inner, rot = describe(model)
+        layers = list(inner.layers)
+        first = layers[0].self_attn
+        from ._linear import KwkerLinear
+        if not isinstance(model.lm_head, KwkerLinear):
+            raise NotInFamily("the LM head is not a Kwker linear layer")
+        q0 = first.q_proj
+        if not isinstance(q0, KwkerLinear):
+            raise NotInFamily(f"layers.0.self_attn.q_proj is {type(q0).__name__}, not a Kwker "
+                              "linear layer")
+        mode_name, group, code = q0.mode, q0.group, q0._code
+        heads = int(model.config.num_attention_heads)
+        kv_heads = int(getattr(model.config, "num_key_value_heads", None) or heads)
+        head_dim = int(getattr(first, "head_dim", 0) or model.config.hidden_size // heads)
+        hidden = int(model.config.hidden_size)
+        keep, descs = [], []
+        for i, layer in enumerate(layers):
+            att, mlp = layer.self_attn, layer.mlp
+            if hasattr(att, "q_norm") or hasattr(att, "k_norm"):
+                raise NotInFamily("attention with q/k norms (Qwen3-style) is not in the step")
+            names = [f"layers.{i}.self_attn.{p}" for p in ("q_proj", "k_proj", "v_proj",
+                                                           "o_proj")]
+            projs = [att.q_proj, att.k_proj, att.v_proj, att.o_proj]
+            mlps = [mlp.gate_proj, mlp.up_proj, mlp.down_proj]
+            _kwker_linears(names + [f"layers.{i}.mlp.{p}" for p in ("gate_proj", "up_proj",
+                                                                     "down_proj")],
+                           projs + mlps, mode_name, group)
+            if (att.q_proj.out_features != heads * head_dim
+                    or att.k_proj.out_features != kv_heads * head_dim):
+                raise NotInFamily(f"layer {i}'s projections do not match {heads} heads of "
+                                  f"{head_dim}")
+            qkv, qkv_bias = _fuse(projs[:3])
+            gu, gu_bias = _fuse(mlps[:2])
+            parts = dict(attn_norm=_f32(layer.input_layernorm.weight, f"layer {i} norm"),
+                         mlp_norm=_f32(layer.post_attention_layernorm.weight, f"layer {i} norm"),
+                         qkv=qkv, qkv_bias=qkv_bias, o=att.o_proj.packed, o_bias=att.o_proj.bias,
+                         gate_up=gu, gate_up_bias=gu_bias, down=mlp.down_proj.packed,
+                         down_bias=mlp.down_proj.bias)
+            keep.append(parts)
+            descs.append(_Layer(**{k: _ptr(v) for k, v in parts.items()}))
+        self.eps = _eps(layers[0].input_layernorm, "the input norm")
+        self._keep = keep
+        self._final = _f32(inner.norm.weight, "the final norm")
+        self._inv_freq = _f32(rot.inv_freq.float(), "inv_freq")
+        self._layers = (_Layer * len(descs))(*descs)
+        self.shapes = {"layers": len(layers), "hidden": hidden, "heads": heads,
+                       "kv_heads": kv_heads, "head_dim": head_dim,
+                       "inter": int(layers[0].mlp.gate_proj.out_features),
+                       "vocab": int(model.lm_head.out_features),
+                       "mode": int(code), "group": int(group),
+                       "lm_mode": int(model.lm_head._code), "lm_group": int(model.lm_head.group)}
+        self._desc = _Model(abi=_package.ABI, threads=int(threads), eps=self.eps,
+                            scaling=float(getattr(first, "scaling", head_dim ** -0.5)),
+                            rope_scale=float(getattr(rot, "attention_scaling", 1.0)),
+                            inv_freq=_ptr(self._inv_freq), final_norm=_ptr(self._final),
+                            lm_head=_ptr(model.lm_head.packed),
+                            lm_head_bias=_ptr(model.lm_head.bias),
+                            layer=ctypes.cast(self._layers, _P).value, **self.shapes)
+        self._lm_head = model.lm_head.packed
+        self._embed = inner.embed_tokens
+        import kwker
+        self.lib, self.info = _package.load(self.shapes, kwker.get_isa(), cache_dir,
+                                            generic_only)
+        self.steps = 0
+        self._err = ctypes.create_string_buffer(1024)
+
+    # -- the KV cache ------------------------------------------------------------------------
+    def _layer_buffers(self, layer, batch):
+        """(kbuf, vbuf, past) with room for one more token, adopting the layer's tensors."""
+        keys, values = layer.keys, layer.values
+        past = int(keys.shape[-2]) if keys.dim() == 4 else 0
+        kv = getattr(layer, "_kwker_kv", None)
+        if (kv is not None and past and keys.data_ptr() == kv[0].data_ptr()
+                and values.data_ptr() == kv[1].data_ptr() and keys.stride() == kv[0].stride()
+                and keys.shape[:2] == kv[0].shape[:2] and past < kv[0].shape[2]):
+            return kv[0], kv[1], past
+        shape = (batch, self.shapes["kv_heads"], max(64, 2 * (past + 1)),
+                 self.shapes["head_dim"])
+        kbuf, vbuf = torch.empty(shape), torch.empty(shape)
+        if past:
+            kbuf[:, :, :past].copy_(keys)
+            vbuf[:, :, :past].copy_(values)
+        layer._kwker_kv = (kbuf, vbuf)
+        return kbuf, vbuf, past
+
+    def usable_cache(self, cache, batch):
+        """The cache's layers when the step can extend them, else None."""
+        from transformers.cache_utils import DynamicLayer
+        layers = getattr(cache, "layers", None)
+        if not layers or len(layers) != self.shapes["layers"]:
+            return None
+        past = None
+        for layer in layers:
+            if type(layer) is not DynamicLayer or not getattr(layer, "is_initialized", False):
+                return None
+            k, v = layer.keys, layer.values
+            if k.dim() != 4 or k.dtype != torch.float32 or v.dtype != torch.float32:
+                return None
+            if (k.shape[0] != batch or k.shape[1] != self.shapes["kv_heads"]
+                    or k.shape[3] != self.shapes["head_dim"] or v.shape != k.shape):
+                return None
+            if past is None:
+                past = k.shape[2]
+            elif k.shape[2] != past:
+                return None
+        return layers
+
+    # -- the step ----------------------------------------------------------------------------
+    def step(self, input_ids, attention_mask, position_ids, layers):
+        batch = int(input_ids.shape[0])
+        bufs = [self._layer_buffers(layer, batch) for layer in layers]
+        past = bufs[0][2]
+        cap = min(b[0].shape[2] for b in bufs)
+        if any(b[0].shape[2] != cap for b in bufs):   # layers adopted at different times
+            for layer in layers:
+                layer._kwker_kv = None
+            bufs = [self._layer_buffers(layer, batch) for layer in layers]
+            cap = bufs[0][0].shape[2]
+        x = self._embed(input_ids).reshape(batch, -1)
+        x = x.to(torch.float32).contiguous()
+        if position_ids is not None:
+            pos = position_ids.reshape(batch, -1)[:, -1].to(torch.int64).contiguous()
+        else:
+            pos = torch.full((batch,), past, dtype=torch.int64)
+        mask = None
+        if attention_mask is not None:
+            am = attention_mask.reshape(batch, -1)
+            if am.shape[1] != past + 1:
+                return None
+            if not bool(am.all()):
+                mask = (am != 0).to(torch.uint8).contiguous()
+        logits = torch.empty(batch, self.shapes["vocab"])
+        kp = (_P * len(bufs))(*[b[0].data_ptr() for b in bufs])
+        vp = (_P * len(bufs))(*[b[1].data_ptr() for b in bufs])
+        call = _Call(batch=batch, past=past, cap=cap, x=x.data_ptr(), positions=pos.data_ptr(),
+                     mask=_ptr(mask), k_cache=ctypes.cast(kp, _P).value,
+                     v_cache=ctypes.cast(vp, _P).value, logits=logits.data_ptr())
+        rc = self.lib.kwd_step(ctypes.byref(self._desc), ctypes.byref(call), self._err,
+                               len(self._err))
+        if rc != 0:
+            raise RuntimeError(f"kwker.cpu_backend decode step ({self.info['kind']}, engine "
+                               f"{self.shapes}): {self._err.value.decode(errors='replace')}")
+        for layer, (kb, vb, _) in zip(layers, bufs):
+            layer.keys = kb[:, :, :past + 1]
+            layer.values = vb[:, :, :past + 1]
+        self.steps += 1
+        return logits.view(batch, 1, -1)
+
+
+def _output(logits, cache):
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+    fields = CausalLMOutputWithPast.__dataclass_fields__
+    key = "cache" if "cache" in fields else "past_key_values"
+    return CausalLMOutputWithPast(logits=logits, **{key: cache})
+
+
+_UNSUPPORTED = ("inputs_embeds", "labels", "output_attentions", "output_hidden_states")
+
+
+def attach(model, decoder):
+    """Routes the model's one-token cached calls to the decoder; the rest to its own forward."""
+    original = model.forward
+
+    @functools.wraps(original)
+    def forward(*args, **kwargs):
+        out = _try_step(decoder, args, kwargs)
+        return original(*args, **kwargs) if out is None else out
+
+    model.forward = forward
+    model._kwker_decoder = decoder
+    return model
+
+
+def _try_step(decoder, args, kwargs):
+    if torch.is_grad_enabled() or len(args) > 1:
+        return None
+    if any(kwargs.get(k) not in (None, False) for k in _UNSUPPORTED):
+        return None
+    if kwargs.get("use_cache") is False or kwargs.get("return_dict") is False:
+        return None
+    ids = args[0] if args else kwargs.get("input_ids")
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.shape[1] != 1:
+        return None
+    cache = kwargs.get("cache", kwargs.get("past_key_values"))
+    if cache is None:
+        return None
+    layers = decoder.usable_cache(cache, int(ids.shape[0]))
+    if layers is None:
+        return None
+    logits = decoder.step(ids, kwargs.get("attention_mask"), kwargs.get("position_ids"), layers)
+    return None if logits is None else _output(logits, cache)

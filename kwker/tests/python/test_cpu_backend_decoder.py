@@ -1,0 +1,236 @@
+"""The fused decode step of kwker.cpu_backend on small random Llama-family models (built from a
+config, no download): the same tokens as the original model in "high" mode, identical numbers
+from a decoder package and the generic library and on every engine, generate() features
+(left-padded batches, sampling, several sequences, beam search, a reused cache), the package
+cache (reused by a second process, rebuilt when corrupt, keyed by architecture and mode), a
+missing compiler, and models outside the family."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import kwker  # noqa: E402
+import kwker.cpu_backend as cb  # noqa: E402
+from kwker.cpu_backend import _decoder, _package  # noqa: E402
+from kwker.torch_ops import _compiled  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not _compiled.availability()[0],
+                                reason=f"compiled operators unavailable: "
+                                       f"{_compiled.availability()[1]}")
+
+ENGINES_HERE = kwker.runtime_info()["engines"]["supported"]
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(kwker_cache_dir, monkeypatch):
+    monkeypatch.setenv("KWKER_CACHE_DIR", str(kwker_cache_dir))
+    monkeypatch.delenv("CXX", raising=False)
+    yield kwker_cache_dir
+    kwker.set_isa(None)
+
+
+def tiny(kind="llama", seed=0, **over):
+    """A random 2-layer model of the family with grouped-query attention."""
+    args = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
+                max_position_embeddings=512, tie_word_embeddings=False)
+    args.update(over)
+    if kind == "qwen2":
+        cfg, cls = transformers.Qwen2Config(**args), transformers.Qwen2ForCausalLM
+    else:
+        cfg, cls = transformers.LlamaConfig(**args), transformers.LlamaForCausalLM
+    torch.manual_seed(seed)
+    return cls(cfg).eval()
+
+
+PROMPT = torch.tensor([[5, 17, 42, 8, 23, 61]])
+
+
+def gen(model, ids=PROMPT, **kw):
+    kw.setdefault("max_new_tokens", 10)
+    kw.setdefault("do_sample", False)
+    with torch.no_grad():
+        return model.generate(ids, pad_token_id=0, **kw)
+
+
+def scores(model, ids=PROMPT, n=8):
+    out = gen(model, ids, max_new_tokens=n, min_new_tokens=n, output_scores=True,
+              return_dict_in_generate=True)
+    return out.sequences, torch.stack(out.scores)
+
+
+@pytest.mark.parametrize("kind,over", [("llama", {}), ("qwen2", {}),
+                                       ("llama", {"attention_bias": True, "mlp_bias": True,
+                                                  "tie_word_embeddings": True})])
+def test_high_mode_gives_the_original_tokens(kind, over):
+    model = tiny(kind, **over)
+    opt = cb.optimize(model, "high")
+    assert opt._kwker_cpu_backend["decoder"]["kind"] == "package"
+    seq, sc = scores(opt)
+    ref_seq, ref_sc = scores(model)
+    assert opt._kwker_decoder.steps >= 7          # every step after the prompt was fused
+    assert torch.equal(seq, ref_seq)
+    torch.testing.assert_close(sc, ref_sc, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["medium", "int8", "int4"])
+def test_fused_step_matches_the_per_layer_kernels(mode):
+    model = tiny(seed=1)
+    fused, per_layer = cb.optimize(model, mode), cb.optimize(model, mode, decoder="off")
+    assert per_layer._kwker_cpu_backend["decoder"]["kind"] == "per-layer"
+    seq, sc = scores(fused)
+    seq2, sc2 = scores(per_layer)
+    # Same linear kernels; only norm / rotary / softmax are computed by other code.
+    torch.testing.assert_close(sc, sc2, rtol=1e-4, atol=1e-4)
+    assert torch.equal(seq, seq2)
+
+
+def test_package_generic_and_every_engine_give_identical_numbers():
+    model = tiny(seed=2, num_hidden_layers=3, hidden_size=80, intermediate_size=136,
+                 num_attention_heads=5, num_key_value_heads=1)
+    ref = scores(cb.optimize(model, "int8", decoder="generic"))[1]
+    for engine in ENGINES_HERE:
+        kwker.set_isa(engine)
+        opt = cb.optimize(model, "int8")
+        assert opt._kwker_decoder.info["kind"] == "package"
+        assert torch.equal(scores(opt)[1], ref), engine
+
+
+def test_left_padded_batch_sampling_and_several_sequences():
+    model = tiny(seed=3)
+    opt = cb.optimize(model, "high")
+    ids = torch.tensor([[0, 0, 7, 9, 11], [3, 4, 5, 6, 7]])
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    got = gen(opt, ids, attention_mask=mask)
+    assert torch.equal(got, gen(model, ids, attention_mask=mask))
+    steps = opt._kwker_decoder.steps
+    torch.manual_seed(5)
+    out = gen(opt, ids, attention_mask=mask, do_sample=True, top_k=10,
+              num_return_sequences=3, max_new_tokens=6)
+    assert out.shape == (6, 11) and opt._kwker_decoder.steps > steps
+
+
+def test_beam_search_and_a_reused_cache():
+    model = tiny(seed=4)
+    opt = cb.optimize(model, "high")
+    assert torch.equal(gen(opt, num_beams=3), gen(model, num_beams=3))
+    outs = []
+    for m in (opt, model):
+        first = gen(m, max_new_tokens=4, return_dict_in_generate=True)
+        cache = getattr(first, "cache", None) or first.past_key_values
+        more = gen(m, first.sequences, max_new_tokens=5, cache=cache)
+        outs.append(more)
+    assert torch.equal(outs[0], outs[1])
+
+
+SCRIPT = textwrap.dedent("""
+    import json, torch, transformers, kwker.cpu_backend as cb
+    from kwker.cpu_backend import _package
+    cfg = transformers.LlamaConfig(hidden_size=48, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2,
+                                   vocab_size=80, tie_word_embeddings=False)
+    torch.manual_seed(0)
+    m = cb.optimize(transformers.LlamaForCausalLM(cfg).eval(), "int4")
+    with torch.no_grad():
+        out = m.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=4, do_sample=False,
+                         pad_token_id=0)
+    s = _package.stats()
+    print(json.dumps({"tokens": out.tolist(), "compiled": s["compiled"],
+                      "loaded": s["loaded"], "kind": m._kwker_cpu_backend["decoder"]["kind"],
+                      "reason": m._kwker_cpu_backend["decoder"]["reason"]}))
+""")
+
+
+def _run(env):
+    r = subprocess.run([sys.executable, "-c", SCRIPT], env=dict(os.environ, **env),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_loads_the_package_without_compiling(tmp_path):
+    env = {"KWKER_CACHE_DIR": str(tmp_path)}
+    first, second = _run(env), _run(env)
+    assert (first["compiled"], first["loaded"]) == (1, 0)
+    assert (second["compiled"], second["loaded"]) == (0, 1), second
+    assert first["tokens"] == second["tokens"]
+    files = sorted(os.listdir(tmp_path / "decoder"))
+    assert len(files) == 2 and files[0].endswith(".json") and files[1].endswith(".so")
+
+
+def test_without_a_compiler_the_generic_step_runs_and_says_why(monkeypatch):
+    model = tiny(seed=10)
+    ref = gen(cb.optimize(model, "int4"))
+    monkeypatch.setenv("CXX", "/nonexistent/c++")
+    opt = cb.optimize(model, "int4")
+    info = opt._kwker_cpu_backend["decoder"]
+    assert info["kind"] == "generic" and "CXX='/nonexistent/c++' is set but not found" in \
+        info["reason"]
+    assert torch.equal(gen(opt), ref) and opt._kwker_decoder.steps > 0
+    dp = cb.status()["decoder_packages"]
+    assert dp["compiler"] is None and dp["last"] == info
+
+
+@pytest.mark.parametrize("damage", ["library", "manifest"])
+def test_a_corrupt_package_is_rebuilt_with_a_warning(tmp_path, monkeypatch, damage):
+    monkeypatch.setenv("KWKER_CACHE_DIR", str(tmp_path))
+    model = tiny(seed=6)
+    first = cb.optimize(model, "high")
+    key = first._kwker_decoder.info["key"]
+    base = tmp_path / "decoder" / key
+    # The damaged file replaces the original (this process has the library mapped: writing
+    # into it in place would crash the test itself, not the code under test).
+    target = base.with_suffix(".so" if damage == "library" else ".json")
+    bad = tmp_path / "bad"
+    bad.write_bytes(b"\x7fELF garbage" if damage == "library" else b"{not json")
+    os.replace(bad, target)
+    _package._loaded.pop(str(base.with_suffix(".so")))
+    before = _package.stats()["rebuilt"]
+    with pytest.warns(RuntimeWarning, match="unusable.*rebuilding"):
+        again = cb.optimize(model, "high")
+    assert _package.stats()["rebuilt"] == before + 1
+    assert again._kwker_decoder.info["kind"] == "package"
+    assert torch.equal(gen(again), gen(first))
+
+
+def test_packages_are_keyed_by_architecture_and_mode():
+    a, b = tiny(seed=7), tiny(seed=7, hidden_size=96)
+    keys = {cb.optimize(m, mode)._kwker_decoder.info["key"]
+            for m in (a, b) for mode in ("high", "int8")}
+    assert len(keys) == 4
+    # A package refuses a model of other shapes instead of computing garbage.
+    da, db = cb.optimize(a, "high")._kwker_decoder, cb.optimize(b, "high")._kwker_decoder
+    db.lib = da.lib
+    with pytest.raises(RuntimeError, match="built for other shapes"):
+        gen(db_model(b, db))
+
+
+def db_model(model, decoder):
+    """A copy of `model` optimized per layer, with `decoder` attached (test helper)."""
+    m = cb.optimize(model, "high", decoder="off")
+    return _decoder.attach(m, decoder)
+
+
+def test_models_outside_the_family_keep_per_layer_kernels():
+    gelu = cb.optimize(tiny(seed=8, hidden_act="gelu"), "high")
+    info = gelu._kwker_cpu_backend["decoder"]
+    assert info["kind"] == "per-layer" and "activation is 'gelu'" in info["reason"]
+    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_embd=32, n_layer=1, n_head=2,
+                                                                vocab_size=50)).eval()
+    info = cb.optimize(gpt2, "high")._kwker_cpu_backend["decoder"]
+    assert info["kind"] == "per-layer" and "model_type 'gpt2'" in info["reason"]
+    assert cb.status()["decoder_packages"]["last"] == info
+
+
+def test_bad_decoder_option_leaves_the_model_untouched():
+    model = tiny(seed=9)
+    with pytest.raises(ValueError, match="decoder='fused' is not one of"):
+        cb.optimize(model, "high", decoder="fused", inplace=True)
+    assert type(model.model.layers[0].self_attn.q_proj) is torch.nn.Linear
+    assert "forward" not in vars(model)
