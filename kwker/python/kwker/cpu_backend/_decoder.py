@@ -12,6 +12,7 @@ replaced or reordered since the last step is copied into a new buffer first).
 """
 import ctypes
 import functools
+import weakref
 
 import torch
 
@@ -195,6 +196,7 @@ class Decoder:
         self.lib, self.info = _package.load(self.shapes, kwker.get_isa(), cache_dir,
                                             generic_only)
         self.steps = 0
+        self._state = None
         self._err = ctypes.create_string_buffer(1024)
 
     # -- the KV cache ------------------------------------------------------------------------
@@ -239,22 +241,34 @@ class Decoder:
         return layers
 
     # -- the step ----------------------------------------------------------------------------
-    def step(self, input_ids, attention_mask, position_ids, layers):
-        batch = int(input_ids.shape[0])
+    def _buffers(self, layers, batch):
+        """(pointer arrays, past, cap) of the layers' buffers. The common case, the cache this
+        decoder extended on the previous step, is recognised by identity without touching a
+        tensor; anything else is adopted (and copied) layer by layer."""
+        st = self._state
+        if (st is not None and st["first"]() is layers[0] and st["batch"] == batch
+                and st["past"] < st["cap"] and len(layers) == len(st["views"])
+                and all(layer.keys is k() and layer.values is v()
+                        for layer, (k, v) in zip(layers, st["views"]))):
+            return st
         bufs = [self._layer_buffers(layer, batch) for layer in layers]
-        past = bufs[0][2]
-        cap = min(b[0].shape[2] for b in bufs)
-        if any(b[0].shape[2] != cap for b in bufs):   # layers adopted at different times
-            for layer in layers:
+        if any(b[0].shape[2] != bufs[0][0].shape[2] or b[2] != bufs[0][2] for b in bufs):
+            for layer in layers:                    # adopted at different times: start over
                 layer._kwker_kv = None
             bufs = [self._layer_buffers(layer, batch) for layer in layers]
-            cap = bufs[0][0].shape[2]
-        x = self._embed(input_ids).reshape(batch, -1)
-        x = x.to(torch.float32).contiguous()
-        if position_ids is not None:
-            pos = position_ids.reshape(batch, -1)[:, -1].to(torch.int64).contiguous()
-        else:
-            pos = torch.full((batch,), past, dtype=torch.int64)
+        n = len(bufs)
+        # Weak references only: a finished generation's cache must not stay alive here.
+        st = {"first": weakref.ref(layers[0]), "batch": batch, "past": bufs[0][2],
+              "cap": int(bufs[0][0].shape[2]), "views": (),
+              "kp": (_P * n)(*[b[0].data_ptr() for b in bufs]),
+              "vp": (_P * n)(*[b[1].data_ptr() for b in bufs])}
+        self._state = st
+        return st
+
+    def step(self, input_ids, attention_mask, position_ids, layers):
+        batch = int(input_ids.shape[0])
+        st = self._buffers(layers, batch)
+        past = st["past"]
         mask = None
         if attention_mask is not None:
             am = attention_mask.reshape(batch, -1)
@@ -262,20 +276,32 @@ class Decoder:
                 return None
             if not bool(am.all()):
                 mask = (am != 0).to(torch.uint8).contiguous()
+        x = self._embed(input_ids).reshape(batch, -1)
+        if x.dtype != torch.float32 or not x.is_contiguous():
+            x = x.to(torch.float32).contiguous()
+        if position_ids is not None:
+            pos = position_ids.reshape(batch, -1)[:, -1].to(torch.int64).contiguous()
+        else:
+            pos = torch.full((batch,), past, dtype=torch.int64)
         logits = torch.empty(batch, self.shapes["vocab"])
-        kp = (_P * len(bufs))(*[b[0].data_ptr() for b in bufs])
-        vp = (_P * len(bufs))(*[b[1].data_ptr() for b in bufs])
-        call = _Call(batch=batch, past=past, cap=cap, x=x.data_ptr(), positions=pos.data_ptr(),
-                     mask=_ptr(mask), k_cache=ctypes.cast(kp, _P).value,
-                     v_cache=ctypes.cast(vp, _P).value, logits=logits.data_ptr())
+        call = _Call(batch=batch, past=past, cap=st["cap"], x=x.data_ptr(),
+                     positions=pos.data_ptr(), mask=_ptr(mask),
+                     k_cache=ctypes.addressof(st["kp"]), v_cache=ctypes.addressof(st["vp"]),
+                     logits=logits.data_ptr())
         rc = self.lib.kwd_step(ctypes.byref(self._desc), ctypes.byref(call), self._err,
                                len(self._err))
         if rc != 0:
-            raise RuntimeError(f"kwker.cpu_backend decode step ({self.info['kind']}, engine "
+            self._state = None
+            raise RuntimeError(f"kwker.cpu_backend decode step ({self.info['kind']}, "
                                f"{self.shapes}): {self._err.value.decode(errors='replace')}")
-        for layer, (kb, vb, _) in zip(layers, bufs):
+        views = []
+        for layer in layers:
+            kb, vb = layer._kwker_kv
             layer.keys = kb[:, :, :past + 1]
             layer.values = vb[:, :, :past + 1]
+            views.append((weakref.ref(layer.keys), weakref.ref(layer.values)))
+        st["views"] = views
+        st["past"] = past + 1
         self.steps += 1
         return logits.view(batch, 1, -1)
 
