@@ -2,6 +2,7 @@
 // (K not a multiple of the vector width or the block, N = 1, batch 1 and 7, 1 and 2 threads),
 // against a float64 reference on the same (dequantised) weights, every engine bit for bit
 // equal to the portable one; pack/unpack round trips; bad arguments rejected.
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -143,10 +144,32 @@ void test_errors() {
             KWKER_E_INVALID_ARGUMENT, "int4 value 16 rejected");
 }
 
+void count_task(void *ctx, int task) {
+  static_cast<std::atomic<int> *>(ctx)[task].fetch_add(1);
+}
+
+// kwker_run_tasks (the decoder packages' parallel loop): every task runs exactly once.
+void test_run_tasks() {
+  g_where = "kwker_run_tasks";
+  for (int ntasks : {1, 2, 3, 9, 64}) {
+    for (int threads : {0, 1, 2, 5}) {
+      std::vector<std::atomic<int>> seen(static_cast<size_t>(ntasks));
+      for (auto &c : seen) c.store(0);
+      check(kwker_run_tasks(ntasks, threads, count_task, seen.data()) == KWKER_OK, "runs");
+      for (auto &c : seen) check(c.load() == 1, "each task exactly once");
+    }
+  }
+  check(kwker_run_tasks(0, 0, nullptr, nullptr) == KWKER_OK, "no tasks, no call");
+  check(kwker_run_tasks(-1, 0, count_task, nullptr) == KWKER_E_INVALID_ARGUMENT, "ntasks < 0");
+  check(kwker_run_tasks(3, 0, nullptr, nullptr) == KWKER_E_INVALID_ARGUMENT, "fn NULL");
+  check(std::strstr(kwker_last_error(), "kwker_run_tasks") != nullptr, "message names it");
+}
+
 }  // namespace
 
 void run_linear_tests() {
   test_errors();
+  test_run_tasks();
   for (int mode = 0; mode < 4; ++mode) {
     const int64_t shapes[][3] = {{1, 1, 1}, {1, 37, 7}, {5, 16, 1}, {13, 100, 7}, {33, 70, 2},
                                  {64, 576, 1}, {9, 33, 5}, {300, 256, 1}};

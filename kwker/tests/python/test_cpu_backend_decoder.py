@@ -211,6 +211,25 @@ def test_packages_are_keyed_by_architecture_and_mode():
         gen(db_model(b, db))
 
 
+def test_a_deep_copy_runs_its_own_weights():
+    import copy
+    model = tiny(seed=11)
+    opt = cb.optimize(model, "high")
+    twin = copy.deepcopy(opt)
+    with torch.no_grad():
+        for p in twin.model.norm.parameters():
+            p.mul_(-1.0)                       # the copy now differs from the original
+    assert torch.equal(gen(opt), gen(model))
+    got = gen(twin)
+    assert twin._kwker_decoder and twin._kwker_decoder is not opt._kwker_decoder
+    assert twin._kwker_decoder.steps > 0
+    ref = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in ref.model.norm.parameters():
+            p.mul_(-1.0)
+    assert torch.equal(got, gen(ref))
+
+
 def db_model(model, decoder):
     """A copy of `model` optimized per layer, with `decoder` attached (test helper)."""
     m = cb.optimize(model, "high", decoder="off")

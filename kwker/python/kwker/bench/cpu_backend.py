@@ -4,7 +4,8 @@ threads, through transformers' generate(), for SmolLM2-135M-Instruct (llm-smollm
 random-initialised Llama configuration (1024 hidden, 8 layers, grouped-query attention); and a
 256-token prompt. Every mode against torch in the same run, interleaved, medians of the
 per-repeat ratios; each mode's achieved weight bandwidth next to the read bandwidth measured in
-this run.
+this run. Both models are in the Llama family, so Kwker's decode rows run the fused decode step
+(a decoder package compiled on the first optimize() and cached in KWKER_CACHE_DIR/decoder).
 
 Competitors: "high" vs torch eager float32, "medium" vs torch eager bfloat16, int8 / int4 vs
 torchao 0.18 weight-only (Int8WeightOnlyConfig; the prototype CPU int4 config, group 32), eager:

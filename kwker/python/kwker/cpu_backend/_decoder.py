@@ -199,6 +199,11 @@ class Decoder:
         self._state = None
         self._err = ctypes.create_string_buffer(1024)
 
+    def __deepcopy__(self, memo):
+        # The description holds raw pointers into the original model's tensors: a copied
+        # model gets no decoder here and builds its own on first use (_FusedForward).
+        return None
+
     # -- the KV cache ------------------------------------------------------------------------
     def _layer_buffers(self, layer, batch):
         """(kbuf, vbuf, past) with room for one more token, adopting the layer's tensors."""
@@ -316,16 +321,38 @@ def _output(logits, cache):
 _UNSUPPORTED = ("inputs_embeds", "labels", "output_attentions", "output_hidden_states")
 
 
-def attach(model, decoder):
+class _FusedForward:
+    """The optimized model's forward: one-token cached calls go to its decoder, the rest to
+    the model class's own forward. An object rather than a closure so that copy.deepcopy of the
+    model gives a copy whose forward belongs to the copy (its decoder is rebuilt on first use,
+    since the native description points at the original's weights)."""
+
+    def __init__(self, model, threads):
+        import inspect
+        self.model, self.threads = model, threads
+        self.__signature__ = inspect.signature(type(model).forward.__get__(model))
+        self.__wrapped__ = type(model).forward.__get__(model)
+
+    def __call__(self, *args, **kwargs):
+        model = self.model
+        dec = model.__dict__.get("_kwker_decoder", False)
+        if dec is None:                      # a deep copy: build this model's own, once
+            try:
+                dec = Decoder(model, self.threads)
+            except (NotInFamily, OSError, RuntimeError):
+                dec = False
+            model._kwker_decoder = dec
+        out = _try_step(dec, args, kwargs) if dec else None
+        return type(model).forward(model, *args, **kwargs) if out is None else out
+
+    def __deepcopy__(self, memo):
+        copied = memo.get(id(self.model), self.model)
+        return _FusedForward(copied, self.threads)
+
+
+def attach(model, decoder, threads=0):
     """Routes the model's one-token cached calls to the decoder; the rest to its own forward."""
-    original = model.forward
-
-    @functools.wraps(original)
-    def forward(*args, **kwargs):
-        out = _try_step(decoder, args, kwargs)
-        return original(*args, **kwargs) if out is None else out
-
-    model.forward = forward
+    model.forward = _FusedForward(model, threads)
     model._kwker_decoder = decoder
     return model
 

@@ -85,7 +85,7 @@ def decoder_for(model, threads, choice):
             info = {"kind": "per-layer", "key": None,
                     "reason": f"not a Llama-family decoder the fused step covers: {e}"}
         else:
-            _decoder.attach(model, dec)
+            _decoder.attach(model, dec, threads)
             info = dict(dec.info)
     _status._state["decoder"] = info
     return info
