@@ -47,5 +47,17 @@ for key in ("include_dir", "lib_dir", "cmake_dir", "doctor"):
 for header in ("kwker.h", "kwker.hpp"):
     assert os.path.exists(os.path.join(paths["include_dir"], "kwker", header)), header
 assert os.path.exists(os.path.join(paths["lib_dir"], "pkgconfig", "kwker.pc"))
+# The CPU backend's decode step: the generic library and the source of decoder packages ship
+# in the wheel, and a package compiles against the installed headers and libkwker (no torch).
+import tempfile  # noqa: E402
+
+from kwker.cpu_backend import _package  # noqa: E402
+
+assert _package.generic().kwd_build_info() == b"generic"
+shapes = dict(layers=1, hidden=32, heads=2, kv_heads=1, head_dim=16, inter=48, vocab=20,
+              mode=0, group=32, lm_mode=2, lm_group=32)
+lib, info = _package.load(shapes, kwker.get_isa(), cache_dir=tempfile.mkdtemp())
+assert info["kind"] == "package", info
+assert b"hidden=32" in lib.kwd_build_info(), lib.kwd_build_info()
 print(f"smoke ok (kwker {kwker.__version__}, engines {', '.join(kwker.available_isas())}, "
       f"python {sys.version.split()[0]})")

@@ -253,3 +253,12 @@ def test_bad_decoder_option_leaves_the_model_untouched():
         cb.optimize(model, "high", decoder="fused", inplace=True)
     assert type(model.model.layers[0].self_attn.q_proj) is torch.nn.Linear
     assert "forward" not in vars(model)
+
+
+def test_the_backend_and_its_status_import_no_torch():
+    """The doctor reads status() in its own process: that must not cost a torch import."""
+    code = ("import sys, kwker.cpu_backend as cb; st = cb.status(); "
+            "assert 'torch' not in sys.modules, 'torch imported'; "
+            "assert st['decoder_packages']['compiler'], st['decoder_packages']")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -8,7 +8,10 @@ from kwker import _integrations
 from kwker.torch_ops import _compiled
 
 from . import _status
-from ._quant import SCHEMES
+
+# The quantisation schemes of each mode (the first is the default); _quant.py implements them.
+# Kept here so that importing kwker.cpu_backend (the doctor does) imports no torch.
+SCHEMES = {"int8": ("q8_0", "per_channel"), "int4": ("q4_1", "q4_0")}
 
 MODES = ("high", "medium", "int8", "int4")
 

@@ -12,7 +12,7 @@ K is zero-padded to the block (group) size before the statistics are taken.
 """
 import torch
 
-SCHEMES = {"int8": ("q8_0", "per_channel"), "int4": ("q4_1", "q4_0")}
+from ._optimize import SCHEMES  # noqa: F401  (re-exported: the scheme names live there)
 
 
 def _f16(t):
