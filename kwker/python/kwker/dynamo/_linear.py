@@ -204,6 +204,4 @@ def for_inductor(rgm):
         if node.op == "call_function" and node.target is torch.ops.kwker_torch.linear.default:
             new.target = kwker_ops.linear.default
         env[node] = new
-    out = torch.fx.GraphModule(rgm, graph)
-    out._kwker_packs = rgm._kwker_packs
-    return out
+    return torch.fx.GraphModule(rgm, graph)
