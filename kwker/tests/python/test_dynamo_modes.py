@@ -122,6 +122,20 @@ def test_only_linears_on_the_model_s_own_weights_are_rewritten(compile_env):
 
 
 @needs_ops
+def test_a_symbolically_traced_graph_calling_the_backend_directly(compile_env):
+    # nn.Linear as call_module nodes and F.linear on get_attr weights (no Dynamo placeholders).
+    model, fn = MLP().eval(), Functional().eval()
+    x, w = torch.randn(2, 72), torch.randn(40, 72)
+    with torch.no_grad():
+        got = dyn.backend(torch.fx.symbolic_trace(model), [x], options={"mode": "int4"})(x)
+        assert torch.equal(got, cb.optimize(model, "int4")(x))
+        got = dyn.backend(torch.fx.symbolic_trace(fn), [x, w], options={"mode": "int8"})(x, w)
+        want = fn(x, w)
+    assert dyn.stats()["packed"] == 3 + 2
+    assert _rel(got[0], want[0]) < BOUND["int8"] and torch.equal(got[3], want[3])
+
+
+@needs_ops
 def test_weights_are_packed_once_and_repacked_only_when_the_model_changes_them(compile_env):
     model = MLP().eval()
     f = _compile(model, compile_env, mode="int8")
@@ -170,12 +184,14 @@ def test_the_choice_cache_is_keyed_by_the_mode(compile_env, capfd):
 
 @pytest.mark.parametrize("options,msg", [
     ({"mode": "fp8"}, r"mode='fp8' is not valid; use 'auto', a candidate \(inductor, eager, "
-                      r"kwker, kwker-inductor\) or a CPU-backend mode \(high, medium, int8, int4\)"),
+                      r"kwker, kwker-inductor\) or a CPU-backend mode "
+                      r"\(high, medium, int8, int4\)"),
     ({"mode": "int4", "group_size": 48}, "options group_size=48 does not divide into"),
     ({"mode": "int4", "group_size": "32"}, "group_size='32' does not divide"),
     ({"mode": "int8", "group_size": 64}, "group_size is int4's group size"),
     ({"group_size": 64}, r"group_size apply to the CPU-backend modes .* not mode='auto'"),
-    ({"mode": "int8", "scheme": "q4_0"}, r"scheme 'q4_0' is not one of mode 'int8''s \(q8_0, per_channel\)"),
+    ({"mode": "int8", "scheme": "q4_0"},
+     r"scheme 'q4_0' is not one of mode 'int8''s \(q8_0, per_channel\)"),
     ({"mode": "high", "threads": 0}, "threads must be an int >= 1"),
     ({"mode": "int4", "candidates": ["inductor"]}, "its candidates are 'kwker' and "
                                                    "'kwker-inductor'"),

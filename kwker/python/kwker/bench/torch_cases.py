@@ -251,7 +251,7 @@ def cases():
     # (informational: the decode targets are measured through optimize() and generate()
     # in the cpu_backend section).
     out += [_compile_case(f"compile/decoder-{m}", "decoder-like stack of linears, batch 1",
-                          _decoder, _decoder_shape, ["inductor"], None, mode=m)
+                          _decoder, _decoder_shape, ["inductor", "eager"], None, mode=m)
             for m in ("high", "medium", "int8", "int4")]
     out += [_op_case(f"torch.sort/{dt}/1e5", "torch.sort(t)", dt, lambda s: (s.n // 100,),
                      lambda torch, t: lambda: torch.sort(t, descending=True), None)

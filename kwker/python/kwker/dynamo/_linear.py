@@ -44,9 +44,13 @@ def _static(x):
         isinstance(x, torch.Tensor) and getattr(x, "_dynamo_static_input_type", None) is not None)
 
 
+# float64 stays torch's: the kernels compute in float32, which "high" must not silently lose.
+_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
 def _usable(w):
     return (isinstance(w, torch.Tensor) and w.dim() == 2 and w.device.type == "cpu"
-            and w.dtype.is_floating_point and not isinstance(w, torch._subclasses.FakeTensor))
+            and w.dtype in _DTYPES and not isinstance(w, torch._subclasses.FakeTensor))
 
 
 class _Weight:
