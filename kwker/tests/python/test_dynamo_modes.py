@@ -145,6 +145,9 @@ def test_weights_are_packed_once_and_repacked_only_when_the_model_changes_them(c
         for _ in range(5):
             assert torch.equal(f(x), first)
     assert dyn.stats()["packed"] == 3 and dyn.stats()["repacked"] == 0
+    with torch.no_grad():
+        f(torch.randn(4, 72))                # new shape: a second graph, the same packed weights
+    assert dyn.stats()["graphs"] == 2 and dyn.stats()["packed"] == 3
     other = MLP()
     with torch.no_grad():
         other.up.weight.mul_(-2.0)
@@ -154,7 +157,9 @@ def test_weights_are_packed_once_and_repacked_only_when_the_model_changes_them(c
         want = cb.optimize(model, "int8")(x)
     assert torch.equal(got, want) and not torch.equal(got, first)
     assert dyn.stats()["repacked"] == 3          # load_state_dict copies into every tensor
-    assert dyn.stats()["packed"] == 3
+    with torch.no_grad():                        # ... and the second graph shares the re-pack
+        assert torch.equal(f(torch.ones(4, 72)), cb.optimize(model, "int8")(torch.ones(4, 72)))
+    assert dyn.stats()["packed"] == 3 and dyn.stats()["repacked"] == 3
 
 
 @needs_ops

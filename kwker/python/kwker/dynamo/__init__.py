@@ -168,7 +168,7 @@ def _build(name, gm, example_inputs, opts, rewritten=None):
     packs = rgm._kwker_packs
     if packs is not None and "counted" not in rewritten:
         rewritten["counted"] = True
-        _stats["packed"] += len(packs.weights)
+        _stats["packed"] += packs.new
     if name == "kwker":
         fn = rgm.forward
     else:

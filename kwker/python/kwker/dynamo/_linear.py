@@ -9,12 +9,14 @@ kwker.cpu_backend.optimize, so the two give the same numbers). A linear whose we
 in the graph or passed by the caller stays torch's.
 
 The packed weights are buffers of the rewritten GraphModule (get_attr), so they stay out of the
-graph's inputs and Inductor reads them as it reads parameters. `Packs.refresh` re-packs, in
-place, a weight that changed after the compile (its version counter or storage moved, as after
-load_state_dict), so a compiled model never computes with stale weights.
+graph's inputs and Inductor reads them as it reads parameters; the graphs of one model share
+them (_SHARED). `Packs.refresh` re-packs, in place, a weight that changed after the compile
+(its version counter or storage moved, as after load_state_dict), so a compiled model never
+computes with stale weights.
 """
 import torch
 import torch.fx
+from torch.utils.weak import WeakIdKeyDictionary
 
 from kwker.cpu_backend import _quant
 from kwker.cpu_backend._linear import MODE_CODES, ops
@@ -53,34 +55,54 @@ def _usable(w):
             and w.dtype in _DTYPES and not isinstance(w, torch._subclasses.FakeTensor))
 
 
+# weight tensor -> {spec key: {"packed", "seen"}}: the graphs Dynamo compiles for one model (new
+# input shapes, graph breaks) share one packed copy of each weight per mode.
+_SHARED = WeakIdKeyDictionary()
+
+
+def _state(w):
+    return (w._version, w.data_ptr())
+
+
+def _shared(w, spec):
+    """The shared packed form of weight `w` in `spec`'s mode, and whether it was packed now."""
+    per_spec = _SHARED.setdefault(w, {})
+    key = tuple(sorted(spec.key().items()))
+    entry = per_spec.get(key)
+    if entry is not None:
+        return entry, False
+    with torch.no_grad():
+        entry = {"packed": _pack(w, spec), "seen": _state(w)}
+    per_spec[key] = entry
+    return entry, True
+
+
 class _Weight:
-    """One packed weight: where to read the float weight, and the state it was packed from."""
+    """One packed weight of a graph: where the graph reads the float weight, and its shared
+    packed form."""
 
-    def __init__(self, read, packed, spec):
-        self.read, self.packed, self.spec = read, packed, spec
-        self.seen = self._state(read(None))
-
-    @staticmethod
-    def _state(w):
-        return (w._version, w.data_ptr())
+    def __init__(self, read, entry, spec):
+        self.read, self.entry, self.spec = read, entry, spec
 
     def refresh(self, args):
         w = self.read(args)
-        state = self._state(w)
-        if state != self.seen:
+        state = _state(w)
+        if state != self.entry["seen"]:
             with torch.no_grad():
-                self.packed.copy_(_pack(w, self.spec))
-            self.seen = state
+                self.entry["packed"].copy_(_pack(w, self.spec))
+            self.entry["seen"] = state
             return 1
         return 0
 
 
 class Packs:
-    """The packed weights of one rewritten graph; refresh(args) before each call."""
+    """The packed weights of one rewritten graph; refresh(args) before each call. `new`: how
+    many were packed for this graph (the rest were shared with an earlier graph)."""
 
     def __init__(self):
         self.weights = []
         self.repacks = 0
+        self.new = 0
 
     def refresh(self, args):
         for w in self.weights:
@@ -157,18 +179,19 @@ def linear_nodes(gm, example_inputs):
 
 def plan(gm, example_inputs, spec):
     """{linear node: (x node, bias (node/None/module ref), buffer name, n, packed weight)} and
-    the Packs that keep them fresh. Each distinct weight is packed once (tied weights share)."""
+    the Packs that keep them fresh. Each distinct weight is packed once (tied weights and the
+    other graphs of the same model share it)."""
     packs = Packs()
     by_weight = {}
     out = {}
     for node, x, w, read, b in linear_nodes(gm, example_inputs):
         key = id(w)
         if key not in by_weight:
-            with torch.no_grad():
-                packed = _pack(w, spec)
+            entry, fresh = _shared(w, spec)
+            packs.new += fresh
             name = f"_kwker_packed_{len(by_weight)}"
-            by_weight[key] = (name, packed)
-            packs.weights.append(_Weight(read, packed, spec))
+            by_weight[key] = (name, entry["packed"])
+            packs.weights.append(_Weight(read, entry, spec))
         name, packed = by_weight[key]
         out[node] = (x, b, name, w.shape[0], packed)
     return out, packs
