@@ -128,6 +128,8 @@ def _cpu_backend_available(opts):
     from kwker.torch_ops import _compiled
     available, why = _compiled.availability()
     if available:
+        from kwker.cpu_backend._optimize import INTEGRATION
+        INTEGRATION.install()  # loads the operators once; status() and the doctor see it on
         return True
     _stats["fallbacks"] += 1
     if opts["mode"] not in _notices:
