@@ -65,17 +65,6 @@ class Functional(torch.nn.Module):
         return a, d, b, c
 
 
-@pytest.fixture
-def compile_env(kwker_cache_dir, monkeypatch, tmp_path):
-    monkeypatch.setenv("KWKER_CACHE_DIR", str(kwker_cache_dir))
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(kwker_cache_dir / "inductor"))
-    monkeypatch.delenv("KWKER_DISABLE", raising=False)
-    torch._dynamo.reset()
-    dyn.reset_stats()
-    yield tmp_path / "choices"
-    torch._dynamo.reset()
-
-
 def _compile(model, choices, **options):
     return torch.compile(model, backend="kwker", dynamic=False,
                          options={"cache_dir": str(choices), **options})
