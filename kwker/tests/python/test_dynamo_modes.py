@@ -257,3 +257,21 @@ def test_a_graph_that_needs_gradients_goes_to_inductor_in_every_mode(compile_env
         _compile(train, compile_env, mode=mode)(x).sum().backward()
     assert len(sent) == 4 and dyn.stats()["training"] == 4 and dyn.stats()["packed"] == 0
     assert train.up.weight.grad is not None
+
+
+@needs_ops
+def test_a_transformers_llama_compiles_in_one_graph_with_optimize_s_numbers(compile_env):
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(vocab_size=300, hidden_size=128, intermediate_size=352,
+                                   num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, tie_word_embeddings=True)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    ids = torch.randint(0, 300, (1, 12))
+    f = _compile(model, compile_env, mode="int4")
+    with torch.no_grad():
+        got = f(ids).logits
+        want = cb.optimize(model, "int4")(ids).logits
+    assert torch.equal(got, want)
+    # 7 projections per layer and the LM head (tied to the embedding, which stays torch's).
+    assert dyn.stats()["graphs"] == 1 and dyn.stats()["packed"] == 2 * 7 + 1
