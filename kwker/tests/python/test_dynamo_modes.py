@@ -275,3 +275,16 @@ def test_a_transformers_llama_compiles_in_one_graph_with_optimize_s_numbers(comp
     assert torch.equal(got, want)
     # 7 projections per layer and the LM head (tied to the embedding, which stays torch's).
     assert dyn.stats()["graphs"] == 1 and dyn.stats()["packed"] == 2 * 7 + 1
+
+
+@needs_ops
+def test_packed_weights_are_freed_with_the_compiled_graphs(compile_env):
+    import gc
+    from kwker.dynamo import _linear
+    model = MLP().eval()
+    with torch.no_grad():
+        _compile(model, compile_env, mode="int8")(torch.randn(1, 72))
+    assert len(_linear._SHARED.get(model.up.weight)) == 1
+    torch._dynamo.reset()                        # drops the compiled graphs
+    gc.collect()
+    assert len(_linear._SHARED.get(model.up.weight, {})) == 0

@@ -14,6 +14,8 @@ them (_SHARED). `Packs.refresh` re-packs, in place, a weight that changed after 
 (its version counter or storage moved, as after load_state_dict), so a compiled model never
 computes with stale weights.
 """
+import weakref
+
 import torch
 import torch.fx
 from torch.utils.weak import WeakIdKeyDictionary
@@ -55,9 +57,17 @@ def _usable(w):
             and w.dtype in _DTYPES and not isinstance(w, torch._subclasses.FakeTensor))
 
 
-# weight tensor -> {spec key: {"packed", "seen"}}: the graphs Dynamo compiles for one model (new
-# input shapes, graph breaks) share one packed copy of each weight per mode.
+# weight tensor -> {spec key: _Entry}: the graphs Dynamo compiles for one model (new input
+# shapes, graph breaks) share one packed copy of each weight per mode. Both levels are weak:
+# a packed copy lives as long as a compiled graph uses it, and never keeps a model alive.
 _SHARED = WeakIdKeyDictionary()
+
+
+class _Entry:
+    __slots__ = ("packed", "seen", "__weakref__")
+
+    def __init__(self, packed, seen):
+        self.packed, self.seen = packed, seen
 
 
 def _state(w):
@@ -66,13 +76,15 @@ def _state(w):
 
 def _shared(w, spec):
     """The shared packed form of weight `w` in `spec`'s mode, and whether it was packed now."""
-    per_spec = _SHARED.setdefault(w, {})
+    per_spec = _SHARED.get(w)
+    if per_spec is None:
+        per_spec = _SHARED[w] = weakref.WeakValueDictionary()
     key = tuple(sorted(spec.key().items()))
     entry = per_spec.get(key)
     if entry is not None:
         return entry, False
     with torch.no_grad():
-        entry = {"packed": _pack(w, spec), "seen": _state(w)}
+        entry = _Entry(_pack(w, spec), _state(w))
     per_spec[key] = entry
     return entry, True
 
@@ -87,10 +99,10 @@ class _Weight:
     def refresh(self, args):
         w = self.read(args)
         state = _state(w)
-        if state != self.entry["seen"]:
+        if state != self.entry.seen:
             with torch.no_grad():
-                self.entry["packed"].copy_(_pack(w, self.spec))
-            self.entry["seen"] = state
+                self.entry.packed.copy_(_pack(w, self.spec))
+            self.entry.seen = state
             return 1
         return 0
 
@@ -190,7 +202,7 @@ def plan(gm, example_inputs, spec):
             entry, fresh = _shared(w, spec)
             packs.new += fresh
             name = f"_kwker_packed_{len(by_weight)}"
-            by_weight[key] = (name, entry["packed"])
+            by_weight[key] = (name, entry.packed)
             packs.weights.append(_Weight(read, entry, spec))
         name, packed = by_weight[key]
         out[node] = (x, b, name, w.shape[0], packed)
