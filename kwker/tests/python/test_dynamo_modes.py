@@ -228,7 +228,7 @@ def test_without_the_compiled_operators_a_mode_falls_back_with_a_notice(compile_
 
 
 @needs_ops
-def test_the_rewritten_graph_under_inductor_and_training_graphs(compile_env):
+def test_the_rewritten_graph_under_inductor(compile_env):
     model = MLP().eval()
     x = torch.randn(4, 72)
     f = _compile(model, compile_env, mode="int4", group_size=64, scheme="q4_0",
