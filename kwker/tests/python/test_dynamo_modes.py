@@ -5,7 +5,7 @@ the choice cache is keyed by the mode; bad options fail before anything is compi
 KWKER_DISABLE=1 and a torch without the compiled operators fall back.
 
 Only one test compiles with Inductor (the rewritten graph in a lossy mode); the others restrict
-the candidates to "eager" and "kwker" through options= (see test_dynamo.py for the cache)."""
+the candidates through options= (conftest.compile_env shares one Inductor cache)."""
 import os
 
 import pytest
