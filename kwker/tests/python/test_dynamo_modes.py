@@ -246,17 +246,22 @@ def test_the_rewritten_graph_under_inductor(compile_env):
     assert torch.allclose(got, want, rtol=1e-5, atol=1e-5) and dyn.stats()["repacked"] == 1
 
 
-def test_a_graph_that_needs_gradients_goes_to_inductor_in_every_mode(compile_env, monkeypatch):
+def test_a_graph_that_needs_gradients_goes_to_inductor_in_every_mode(compile_env, monkeypatch,
+                                                                     capfd):
     # Routing only: test_dynamo.py runs a training graph through the real Inductor.
     sent = []
     monkeypatch.setattr(dyn, "_inductor", lambda gm, ex, m: sent.append(gm) or gm.forward)
+    monkeypatch.setattr(dyn, "_notices", set())
     train = MLP()
     x = torch.randn(2, 72)
-    for mode in MODES:
+    for mode in MODES + ("int8",):
         torch._dynamo.reset()
         _compile(train, compile_env, mode=mode)(x).sum().backward()
-    assert len(sent) == 4 and dyn.stats()["training"] == 4 and dyn.stats()["packed"] == 0
+    assert len(sent) == 5 and dyn.stats()["training"] == 5 and dyn.stats()["packed"] == 0
     assert train.up.weight.grad is not None
+    # The user asked for a mode and gets float32: said once per mode, with the fix.
+    err = [ln for ln in capfd.readouterr().err.splitlines() if "applies to inference" in ln]
+    assert len(err) == 4 and "torch.no_grad()" in err[2] and "mode='int8'" in err[2]
 
 
 @needs_ops

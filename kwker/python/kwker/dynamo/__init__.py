@@ -180,6 +180,12 @@ def backend(gm, example_inputs, mode=None, options=None):
         return gm.forward
     if _needs_grad(example_inputs):
         _stats["training"] += 1
+        if opts["spec"] is not None and ("grad", opts["mode"]) not in _notices:
+            _notices.add(("grad", opts["mode"]))  # else a forgotten no_grad() goes unnoticed
+            print(f"kwker backend: mode={opts['mode']!r} applies to inference graphs; this graph "
+                  "needs gradients, so Inductor compiles it with torch's own float32 linears "
+                  "(call the model under torch.no_grad() or torch.inference_mode())",
+                  file=sys.stderr, flush=True)
         return _inductor(gm, example_inputs, opts["inductor_mode"])
     if opts["spec"] is not None and not _cpu_backend_available(opts):
         opts = _parse({k: v for k, v in (options or {}).items()
