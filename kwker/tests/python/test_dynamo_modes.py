@@ -229,21 +229,22 @@ def test_without_the_compiled_operators_a_mode_falls_back_with_a_notice(compile_
 
 @needs_ops
 def test_the_rewritten_graph_under_inductor(compile_env):
-    model = MLP().eval()
+    # Linears only: Inductor lowers kwker::linear to extern calls and generates no C++ kernel,
+    # which keeps this compile short, and the result must then be optimize()'s bit for bit.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(72, 160), torch.nn.Linear(160, 24)).eval()
     x = torch.randn(4, 72)
     f = _compile(model, compile_env, mode="int4", group_size=64, scheme="q4_0",
                  candidates=["kwker-inductor"])
     with torch.no_grad():
         got = f(x)
-        want = cb.optimize(model, "int4", group_size=64, scheme="q4_0")(x)
-    # Inductor fuses the layer norm and GELU its own way: float32 rounding apart.
-    assert torch.allclose(got, want, rtol=1e-5, atol=1e-5)
-    assert dyn.stats()["packed"] == 3
+        assert torch.equal(got, cb.optimize(model, "int4", group_size=64, scheme="q4_0")(x))
+    assert dyn.stats()["packed"] == 2
     with torch.no_grad():                       # re-packing reaches Inductor's buffers too
-        model.down.weight.mul_(0.5)
+        model[1].weight.mul_(0.5)
         got = f(x)
-        want = cb.optimize(model, "int4", group_size=64, scheme="q4_0")(x)
-    assert torch.allclose(got, want, rtol=1e-5, atol=1e-5) and dyn.stats()["repacked"] == 1
+        assert torch.equal(got, cb.optimize(model, "int4", group_size=64, scheme="q4_0")(x))
+    assert dyn.stats()["repacked"] == 1
 
 
 def test_a_graph_that_needs_gradients_goes_to_inductor_in_every_mode(compile_env, monkeypatch,
