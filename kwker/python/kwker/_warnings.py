@@ -153,7 +153,9 @@ def _torch_ops_version(f):
     if have.split("+")[0].split(".")[:2] == built.split(".")[:2]:
         return None
     return (f"the compiled PyTorch operators were built for torch {built}, not {have}; the "
-            "Python-registered operators stay, the drop-in kernels and the CPU backend are off")
+            "Python-registered operators stay, the drop-in kernels and the CPU backend are off "
+            "(optimize() returns models unchanged; torch.compile(backend=\"kwker\") with a "
+            "CPU-backend mode compiles in float32)")
 
 
 @rule("torch-ops-mismatch", "Nothing is wrong in your results (torch's own kernels run); "

@@ -203,6 +203,21 @@ def kwker_cache_dir(tmp_path_factory):
 
 
 @pytest.fixture
+def compile_env(kwker_cache_dir, monkeypatch, tmp_path):
+    """torch.compile(backend="kwker") tests: the session's caches (Inductor's included), a
+    fresh Dynamo and fresh backend counters; yields a folder for the choice cache."""
+    import torch
+    import kwker.dynamo as dyn
+    monkeypatch.setenv("KWKER_CACHE_DIR", str(kwker_cache_dir))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(kwker_cache_dir / "inductor"))
+    monkeypatch.delenv("KWKER_DISABLE", raising=False)
+    torch._dynamo.reset()
+    dyn.reset_stats()
+    yield tmp_path / "choices"
+    torch._dynamo.reset()
+
+
+@pytest.fixture
 def torch_ops(kwker_cache_dir, monkeypatch):
     """kwker.torch_ops with the session cache, nothing installed before or after the test."""
     monkeypatch.setenv("KWKER_CACHE_DIR", str(kwker_cache_dir))

@@ -75,6 +75,8 @@ def test_torch_operators_built_for_another_torch():
     w = _ids(f)["torch-ops-version"]
     assert w["message"].startswith("the compiled PyTorch operators were built for torch 2.12.1, "
                                    "not 2.13.0+cpu")
+    assert 'torch.compile(backend="kwker") with a CPU-backend mode compiles in float32' in \
+        w["message"]
     assert "+torch2.M" in w["fix"]
     same = _facts(torch_version="2.13.0+cpu", status={"torch_ops": {"built_for_torch": "2.13"}})
     assert "torch-ops-version" not in _ids(same)

@@ -23,17 +23,6 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 
 
-@pytest.fixture
-def compile_env(kwker_cache_dir, monkeypatch, tmp_path):
-    monkeypatch.setenv("KWKER_CACHE_DIR", str(kwker_cache_dir))
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(kwker_cache_dir / "inductor"))
-    monkeypatch.delenv("KWKER_DISABLE", raising=False)
-    torch._dynamo.reset()
-    dyn.reset_stats()
-    yield tmp_path / "choices"
-    torch._dynamo.reset()
-
-
 def sampling_step(logits):
     v, i = torch.topk(logits / 0.8, 50, dim=-1)
     p = torch.softmax(v, dim=-1)

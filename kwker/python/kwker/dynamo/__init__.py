@@ -5,14 +5,25 @@ installation. For an inference graph it builds the candidates (Inductor; eager, 
 is; "kwker", the graph with its sort-family calls rewritten to Kwker's operators; and
 "kwker-inductor", that rewritten graph compiled by Inductor), times each once on the example
 inputs, keeps the fastest, and caches the choice on disk keyed by the graph, the input shapes,
-dtypes and strides, the torch and Kwker versions, the CPU, engine and thread counts: later runs
-and later processes build only the chosen candidate, with no timing. A graph without
+dtypes and strides, the mode, the torch and Kwker versions, the CPU, engine and thread counts:
+later runs and later processes build only the chosen candidate, with no timing. A graph without
 sort-family calls has no Kwker candidates. A graph that needs gradients goes to Inductor. With
 KWKER_DISABLE=1 the backend returns the graph unchanged (eager).
 
+The CPU backend's modes ("high", "medium", "int8", "int4", as kwker.cpu_backend.optimize) also
+rewrite the graph's linear calls on the model's weights to Kwker's linear kernels, with the
+weights packed once at compile time (_linear.py). "high" (float32) keeps every candidate and
+times them; the lossy modes run the rewritten graph ("kwker"; "kwker-inductor" on request),
+since Inductor and eager would not compute in the precision the user asked for.
+
 Options (torch.compile(..., options={...})):
-    mode        "auto" (default: time and choose) or a candidate name to use it without timing
-    candidates  the candidates "auto" chooses from (default: all that apply)
+    mode        "auto" (default: time and choose), a candidate name to use it without timing,
+                or a CPU-backend mode: "high", "medium", "int8", "int4"
+    candidates  the candidates "auto" / a CPU-backend mode chooses from (default: all that
+                apply; in "medium", "int8" and "int4": "kwker")
+    group_size  int4's group size (default 32; a multiple of 32)
+    scheme      int8: "q8_0" (default) or "per_channel"; int4: "q4_1" (default) or "q4_0"
+    threads     the most threads each linear uses (default: Kwker's thread budget)
     cache_dir   folder of the choice cache (default: KWKER_CACHE_DIR/dynamo)
     repeats     timed samples per candidate (default 5; the median decides)
 torch.compile's own mode (e.g. "max-autotune") is passed on to Inductor.
@@ -26,19 +37,21 @@ import warnings
 from kwker import _integrations
 
 from . import _choice
-
-CANDIDATES = ("inductor", "eager", "kwker", "kwker-inductor")
-_KWKER_ONLY = ("kwker", "kwker-inductor")
-_OPTIONS = ("mode", "candidates", "cache_dir", "repeats")
+from ._options import CANDIDATES, CPU_MODES, LOSSY_MODES  # noqa: F401  (the public names)
+from ._options import _CPU_OPTIONS, _KWKER_ONLY
+from ._options import parse as _parse
 
 _stats = {"graphs": 0, "timed": 0, "cache_hits": 0, "training": 0, "disabled": 0,
-          "last": None}
+          "packed": 0, "repacked": 0, "fallbacks": 0, "last": None}
+_notices = set()
 
 
 def stats():
     """Counters of this process: graphs seen, graphs timed, choices read from the cache,
-    training graphs (sent to Inductor), graphs left unchanged by KWKER_DISABLE=1, and the last
-    decision ({"choice", "source", "times_ms", "key"})."""
+    training graphs (sent to Inductor), graphs left unchanged by KWKER_DISABLE=1, weights
+    packed at compile time by a CPU-backend mode and re-packed because the model changed them,
+    graphs whose CPU-backend mode fell back to float32 (no compiled operators for this torch),
+    and the last decision ({"choice", "source", "times_ms", "key", "mode"})."""
     return dict(_stats)
 
 
@@ -47,28 +60,23 @@ def reset_stats():
         _stats[k] = None if k == "last" else 0
 
 
-def _parse(options, mode):
-    opts = dict(options or {})
-    unknown = sorted(set(opts) - set(_OPTIONS))
-    if unknown:
-        raise ValueError(f"kwker backend: unknown option(s) {', '.join(unknown)}; valid "
-                         f"options: {', '.join(_OPTIONS)}")
-    choice_mode = opts.get("mode", "auto")
-    if choice_mode != "auto" and choice_mode not in CANDIDATES:
-        raise ValueError(f"kwker backend: mode={choice_mode!r} is not valid; use 'auto' or one "
-                         f"of {', '.join(CANDIDATES)}")
-    cands = opts.get("candidates", CANDIDATES)
-    if isinstance(cands, str):
-        cands = [cands]
-    bad = [c for c in cands if c not in CANDIDATES]
-    if bad or not cands:
-        raise ValueError(f"kwker backend: candidates={list(cands)!r} is not valid; choose from "
-                         f"{', '.join(CANDIDATES)}")
-    repeats = opts.get("repeats", 5)
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"kwker backend: repeats must be an int >= 1, got {repeats!r}")
-    return {"mode": choice_mode, "candidates": [c for c in CANDIDATES if c in cands],
-            "cache_dir": opts.get("cache_dir"), "repeats": repeats, "inductor_mode": mode}
+def _cpu_backend_available(opts):
+    """False (after a one-line notice per process and mode) when a CPU-backend mode cannot run
+    because the compiled operators do not load into this torch: the graph then compiles as
+    mode "auto" (float32), as kwker.cpu_backend.optimize returns the model unchanged."""
+    from kwker.torch_ops import _compiled
+    available, why = _compiled.availability()
+    if available:
+        from kwker.cpu_backend._optimize import INTEGRATION
+        INTEGRATION.install()  # loads the operators once; status() and the doctor see it on
+        return True
+    _stats["fallbacks"] += 1
+    if opts["mode"] not in _notices:
+        _notices.add(opts["mode"])
+        print(f"kwker.cpu_backend: {why}; the CPU backend is off and torch.compile(backend="
+              f"'kwker', options={{'mode': {opts['mode']!r}}}) compiles in float32 as mode "
+              "'auto' (see python -m kwker doctor)", file=sys.stderr, flush=True)
+    return False
 
 
 def _needs_grad(example_inputs):
@@ -84,7 +92,9 @@ def _inductor(gm, example_inputs, inductor_mode):
     return compile_fx(gm, example_inputs, config_patches=patches)
 
 
-def _build(name, gm, example_inputs, opts):
+def _build(name, gm, example_inputs, opts, rewritten=None):
+    """The candidate `name` as a callable. rewritten: a dict shared by the candidates of one
+    graph, so that the Kwker candidates rewrite (and pack the weights) once."""
     import torch.fx
     if name == "eager":
         return gm.forward
@@ -92,10 +102,32 @@ def _build(name, gm, example_inputs, opts):
         return _inductor(torch.fx.GraphModule(gm, gm.graph), example_inputs,
                          opts["inductor_mode"])
     from ._rewrite import rewrite
-    rewritten, _ = rewrite(gm)
+    rewritten = {} if rewritten is None else rewritten
+    if "gm" not in rewritten:
+        rewritten["gm"], _ = rewrite(gm, example_inputs, opts["spec"])
+    rgm = rewritten["gm"]
+    packs = rgm._kwker_packs
+    if packs is not None and "counted" not in rewritten:
+        rewritten["counted"] = True
+        _stats["packed"] += packs.new
     if name == "kwker":
-        return rewritten.forward
-    return _inductor(rewritten, example_inputs, opts["inductor_mode"])
+        fn = rgm.forward
+    else:
+        from ._linear import for_inductor
+        fn = _inductor(for_inductor(rgm) if packs is not None else rgm, example_inputs,
+                       opts["inductor_mode"])
+    if packs is None or not packs.weights:
+        return fn
+
+    def run(*args):
+        # Cheap (a version and pointer per weight): re-packs only a weight changed in place.
+        n = packs.repacks
+        packs.refresh(args)
+        if packs.repacks != n:
+            _stats["repacked"] += packs.repacks - n
+        return fn(*args)
+    run.packs = packs
+    return run
 
 
 def _concrete(example_inputs):
@@ -142,41 +174,60 @@ def _time(fns, inputs, repeats):
 def backend(gm, example_inputs, mode=None, options=None):
     """The torch.compile backend (see the module docstring)."""
     _stats["graphs"] += 1
+    opts = _parse(options, mode)
     if _integrations.disabled():
         _stats["disabled"] += 1
         return gm.forward
-    opts = _parse(options, mode)
     if _needs_grad(example_inputs):
         _stats["training"] += 1
+        if opts["spec"] is not None and ("grad", opts["mode"]) not in _notices:
+            _notices.add(("grad", opts["mode"]))  # else a forgotten no_grad() goes unnoticed
+            print(f"kwker backend: mode={opts['mode']!r} applies to inference graphs; this graph "
+                  "needs gradients, so Inductor compiles it with torch's own float32 linears "
+                  "(call the model under torch.no_grad() or torch.inference_mode())",
+                  file=sys.stderr, flush=True)
         return _inductor(gm, example_inputs, opts["inductor_mode"])
+    if opts["spec"] is not None and not _cpu_backend_available(opts):
+        opts = _parse({k: v for k, v in (options or {}).items()
+                       if k not in _CPU_OPTIONS + ("mode",)}, mode)
     from ._rewrite import sort_nodes
-    has_sort = bool(sort_nodes(gm))
-    cands = [c for c in opts["candidates"] if has_sort or c not in _KWKER_ONLY]
-    if opts["mode"] != "auto":
-        return _build(opts["mode"], gm, example_inputs, opts)
+    has_kwker = bool(sort_nodes(gm))
+    if opts["spec"] is not None and not has_kwker:
+        from ._linear import linear_nodes
+        has_kwker = bool(linear_nodes(gm, example_inputs)) or opts["mode"] in LOSSY_MODES
+    # With nothing for Kwker to rewrite, a Kwker candidate is the graph itself: when the user
+    # asked for Kwker candidates only, the first of them runs (unchanged).
+    cands = [c for c in opts["candidates"] if has_kwker or c not in _KWKER_ONLY] or \
+        opts["candidates"][:1]
+    rewritten = {}
+    if opts["mode"] in CANDIDATES:
+        return _build(opts["mode"], gm, example_inputs, opts, rewritten)
     if len(cands) == 1:
-        return _build(cands[0], gm, example_inputs, opts)
+        return _build(cands[0], gm, example_inputs, opts, rewritten)
     inputs = _concrete(example_inputs)
     if inputs is None:  # nothing concrete to time with: Inductor, as torch.compile would
-        return _build("inductor" if "inductor" in cands else cands[0], gm, example_inputs, opts)
-    key = _choice.key(gm, inputs, cands, opts["inductor_mode"])
+        return _build("inductor" if "inductor" in cands else cands[0], gm, example_inputs, opts,
+                      rewritten)
+    spec = opts["spec"]
+    key = _choice.key(gm, inputs, cands, opts["inductor_mode"],
+                      spec.key() if spec else {"mode": opts["mode"]})
     store = _choice.Store(opts["cache_dir"])
     cached = store.get(key)
     if cached in cands:
         _stats["cache_hits"] += 1
         _stats["last"] = {"choice": cached, "source": "cache", "times_ms": None,
-                          "key": _choice.digest(key)}
-        return _build(cached, gm, example_inputs, opts)
+                          "key": _choice.digest(key), "mode": opts["mode"]}
+        return _build(cached, gm, example_inputs, opts, rewritten)
     print(f"kwker backend: timing {', '.join(cands)} once on the example inputs of graph "
           f"{_choice.digest(key)[:12]} (first run; the choice is cached in {store.folder})",
           file=sys.stderr, flush=True)
-    fns = {name: _build(name, gm, example_inputs, opts) for name in cands}
+    fns = {name: _build(name, gm, example_inputs, opts, rewritten) for name in cands}
     times = _time(fns, inputs, opts["repeats"])
     best = min(times, key=times.get)
     _stats["timed"] += 1
     times_ms = {name: round(t * 1e3, 4) for name, t in times.items()}
     _stats["last"] = {"choice": best, "source": "timed", "times_ms": times_ms,
-                      "key": _choice.digest(key)}
+                      "key": _choice.digest(key), "mode": opts["mode"]}
     store.put(key, best, times_ms)
     print(f"kwker backend: chose {best} ({', '.join(f'{n} {t:.3g} ms' for n, t in times_ms.items())})",
           file=sys.stderr, flush=True)

@@ -1,7 +1,8 @@
 """The compile backend's choice cache: one JSON file per (graph, inputs, versions, machine).
 
 The key holds the graph's code, the shapes, dtypes, strides and devices of its inputs and of
-its parameters and buffers, the candidates, Inductor's mode, the torch and Kwker versions, and
+its parameters and buffers, the candidates, Inductor's mode, the backend's mode (with a
+CPU-backend mode's group size, scheme and threads), the torch and Kwker versions, and
 the CPU, engine and thread counts. A file that cannot be read is reported with a warning and
 replaced after the next timing; writes are atomic.
 """
@@ -21,7 +22,7 @@ def _describe(x):
     return [type(x).__name__, repr(x) if isinstance(x, (int, float, bool)) else None]
 
 
-def key(gm, inputs, candidates, inductor_mode):
+def key(gm, inputs, candidates, inductor_mode, mode=None):
     import torch
 
     import kwker
@@ -29,6 +30,7 @@ def key(gm, inputs, candidates, inductor_mode):
              list(gm.named_parameters()) + list(gm.named_buffers())]
     return {"graph": gm.code, "inputs": [_describe(x) for x in inputs], "state": state,
             "candidates": list(candidates), "inductor_mode": inductor_mode,
+            "mode": mode or {"mode": "auto"},
             "torch": torch.__version__, "kwker": kwker.__version__,
             "torch_threads": torch.get_num_threads(), **_cache.machine()}
 

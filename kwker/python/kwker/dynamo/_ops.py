@@ -1,4 +1,4 @@
-"""kwker::sort / argsort / topk / kthvalue: the operators a rewritten graph calls.
+"""kwker::sort / argsort / topk / kthvalue / linear: the operators a rewritten graph calls.
 
 Defined with a plain torch.library.Library ("DEF") and one Python kernel for every backend:
 torch.library.custom_op would add about 24 us of dispatch per call. Each kernel runs Kwker's
@@ -7,6 +7,11 @@ torch's own threads; else kwker.torch_ops._kernels) and torch's own function for
 (other devices, dtypes, torch's errors), so a rewritten graph computes what the original does
 (with the stable order where torch leaves ties unspecified). A fake kernel gives Inductor the
 output shapes and strides, so the rewritten graph can also be compiled.
+
+kwker::linear is the CPU backend's compiled torch.ops.kwker_torch.linear as Inductor can trace
+it: the compiled operator is registered as CompositeImplicitAutograd, which tracing would enter
+with fake tensors. The eager "kwker" candidate calls the compiled operator directly (no Python
+in between); only "kwker-inductor" goes through this one.
 """
 import torch
 
@@ -65,8 +70,17 @@ def _kthvalue(self, k, dim=-1, keepdim=False):
     return v, i
 
 
+_lib.define("linear(Tensor x, Tensor packed, Tensor? bias, int mode, int n, int group, "
+            "int threads) -> Tensor")
+
+
+def _linear(x, packed, bias, mode, n, group, threads):
+    from kwker.cpu_backend._linear import _linear_op
+    return _linear_op()(x, packed, bias, mode, n, group, threads)
+
+
 for _name, _fn in (("sort", _sort), ("argsort", _argsort), ("topk", _topk),
-                   ("kthvalue", _kthvalue)):
+                   ("kthvalue", _kthvalue), ("linear", _linear)):
     _lib.impl(_name, _fn, "CompositeExplicitAutograd")
 
 
@@ -100,6 +114,11 @@ def _topk_fake(self, k, dim=-1, largest=True, sorted=True):
 def _kthvalue_fake(self, k, dim=-1, keepdim=False):
     shape = _reduced_shape(self, dim, 1, keep=keepdim)
     return self.new_empty(shape), self.new_empty(shape, dtype=torch.int64)
+
+
+@torch.library.register_fake("kwker::linear")
+def _linear_fake(x, packed, bias, mode, n, group, threads):
+    return x.new_empty((*x.shape[:-1], n), dtype=torch.float32)
 
 
 ops = torch.ops.kwker

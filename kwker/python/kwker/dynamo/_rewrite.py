@@ -1,8 +1,10 @@
-"""The "kwker" candidate: a Dynamo graph with its sort-family calls rewritten to kwker::*.
+"""The "kwker" candidate: a Dynamo graph with its sort-family calls rewritten to kwker::*, and,
+in a CPU-backend mode, its linear calls rewritten to Kwker's linear kernels (_linear.py).
 
 torch.sort / Tensor.sort / argsort / msort / topk / kthvalue nodes (functions or methods, any
 argument spelling) become calls of the operators in _ops.py; a call with out= stays as it is.
-The rewritten graph shares the original's parameters and buffers (no weight is copied).
+The rewritten graph shares the original's parameters and buffers (no weight is copied); in a
+CPU-backend mode it also holds the packed weights as buffers.
 """
 import inspect
 import operator
@@ -56,8 +58,13 @@ def sort_nodes(gm):
     return [n for n in gm.graph.nodes if _which(n)]
 
 
-def rewrite(gm):
-    """A new GraphModule with every sort-family call going to kwker::*, and how many changed."""
+def rewrite(gm, example_inputs=None, spec=None):
+    """A new GraphModule with every sort-family call going to kwker::* (and, with spec, a
+    _linear.Spec, every linear call on the model's weights going to Kwker's linear kernels),
+    and how many calls changed. With spec, the module's `_kwker_packs` keeps the packed weights
+    fresh (see _linear.Packs)."""
+    from . import _linear
+    linears, packs = _linear.plan(gm, example_inputs, spec) if spec else ({}, None)
     graph = torch.fx.Graph()
     env = {}
     pairs = set()  # rewritten nodes returning (values, indices)
@@ -68,6 +75,10 @@ def rewrite(gm):
             # symbolic_trace keeps torch.return_types' field access; kwker::* return tuples
             env[node] = graph.call_function(operator.getitem, (env[node.args[0]],
                                                                int(node.args[1] == "indices")))
+            continue
+        if node in linears:
+            env[node] = _linear.emit(graph, env, gm, node, linears[node], spec)
+            changed += 1
             continue
         name = _which(node)
         bound = None
@@ -101,6 +112,13 @@ def rewrite(gm):
         if name in ("sort", "topk", "kthvalue"):
             pairs.add(node)
         changed += 1
-    out = torch.fx.GraphModule(gm, graph)
+    root = gm
+    if linears:  # a copy of gm (sharing its parameters) that also holds the packed weights
+        root = torch.fx.GraphModule(gm, gm.graph)
+        for _, _, bname, _, packed in linears.values():
+            if bname not in root._buffers:
+                root.register_buffer(bname, packed)
+    out = torch.fx.GraphModule(root, graph)
+    out._kwker_packs = packs
     out.recompile()
     return out, changed
