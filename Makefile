@@ -11,6 +11,10 @@ NATIVE := $(BUILD)/native
 # In a recipe: the cmake that configured that tree (the venv's, through scikit-build-core; another
 # cmake version must not reconfigure it), else the system's on a bare checkout.
 TREE_CMAKE = c=$$(sed -n 's/^CMAKE_COMMAND:INTERNAL=//p' $(NATIVE)/CMakeCache.txt 2>/dev/null); c=$${c:-cmake}
+# For commands that run ninja (or a test that does) under the `make -j2` of setup and test: ninja would find make's
+# jobserver in MAKEFLAGS without its file descriptors (make keeps them from non-make commands) and
+# print an error line; it then schedules on its own, as it does without them.
+NOJOBSERVER := env -u MAKEFLAGS -u MFLAGS
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: setup setup-packages setup-toolchains demo test test-native test-python test-python-kwker test-python-compileiq test-wheel \
@@ -33,7 +37,7 @@ setup: $(VENV)/bin/python
 
 setup-packages: $(VENV)/bin/python
 	$(PIP) install -q "torch==2.13.0" scikit-build-core ninja cmake build setuptools wheel
-	$(PIP) install -q --no-build-isolation -Cbuild-dir=$(NATIVE) -e "kwker[test,bench]"
+	$(NOJOBSERVER) $(PIP) install -q --no-build-isolation -Cbuild-dir=$(NATIVE) -e "kwker[test,bench]"
 	@if [ -f compileiq/pyproject.toml ]; then $(PIP) install -q --no-build-isolation -e "compileiq[test]"; fi
 
 setup-toolchains: $(VENV)/bin/python
@@ -58,23 +62,23 @@ test-native-wheel:
 
 test-native:
 	$(TREE_CMAKE); $$c -S kwker -B $(NATIVE) -G Ninja -DKWKER_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null && \
-	  $$c --build $(NATIVE) --target kwker_native_tests kwker-doctor
+	  $(NOJOBSERVER) $$c --build $(NATIVE) --target kwker_native_tests kwker-doctor
 	$(NATIVE)/kwker_native_tests
 	$(NATIVE)/kwker-doctor > /dev/null
 
 test-python: test-python-kwker test-python-compileiq
 
 test-python-kwker:
-	cd kwker && $(PY) -m pytest tests/python
+	cd kwker && $(NOJOBSERVER) $(PY) -m pytest tests/python
 
 test-python-compileiq:
-	@if [ -d compileiq/tests ]; then cd compileiq && $(PY) -m pytest tests; fi
+	@if [ -d compileiq/tests ]; then cd compileiq && $(NOJOBSERVER) $(PY) -m pytest tests; fi
 
 # Build real wheels and install them non-editable in a fresh environment, so a file missing
 # from a wheel fails here rather than on a user's machine.
 test-wheel:
 	rm -rf $(BUILD)/dist $(BUILD)/smoke-venv $(BUILD)/kwker-*.whl
-	$(PY) -m build --wheel --no-isolation -Cbuild-dir=$(NATIVE) --outdir $(BUILD)/dist kwker >/dev/null
+	$(NOJOBSERVER) $(PY) -m build --wheel --no-isolation -Cbuild-dir=$(NATIVE) --outdir $(BUILD)/dist kwker >/dev/null
 	@if [ -f compileiq/pyproject.toml ]; then $(PY) -m build --wheel --no-isolation --outdir $(BUILD)/dist compileiq >/dev/null; fi
 	@# no pip of its own (ensurepip costs seconds): the project's pip installs into it
 	python3 -m venv --without-pip $(BUILD)/smoke-venv
