@@ -11,9 +11,9 @@ NATIVE := $(BUILD)/native
 # In a recipe: the cmake that configured that tree (the venv's, through scikit-build-core; another
 # cmake version must not reconfigure it), else the system's on a bare checkout.
 TREE_CMAKE = c=$$(sed -n 's/^CMAKE_COMMAND:INTERNAL=//p' $(NATIVE)/CMakeCache.txt 2>/dev/null); c=$${c:-cmake}
-# For commands that run ninja (or a test that does) under the `make -j2` of setup and test: ninja would find make's
-# jobserver in MAKEFLAGS without its file descriptors (make keeps them from non-make commands) and
-# print an error line; it then schedules on its own, as it does without them.
+# For commands that run ninja (or a test that does) under the `make -j2` of setup and test: ninja
+# would find make's jobserver in MAKEFLAGS without its file descriptors (make keeps them from
+# non-make commands) and print an error line; it then schedules on its own, as without them.
 NOJOBSERVER := env -u MAKEFLAGS -u MFLAGS
 export PYTHONDONTWRITEBYTECODE := 1
 
