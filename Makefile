@@ -5,9 +5,20 @@ VENV ?= .venv
 PY := $(CURDIR)/$(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 BUILD := $(CURDIR)/build
+# One CMake tree for the C++ core: the editable install, the native tests and the wheel all build
+# in it, so the four SIMD engines (most of the compile time) are compiled once per checkout.
+NATIVE := $(BUILD)/native
+# In a recipe: the cmake that configured that tree (the venv's, through scikit-build-core; another
+# cmake version must not reconfigure it), else the system's on a bare checkout.
+TREE_CMAKE = c=$$(sed -n 's/^CMAKE_COMMAND:INTERNAL=//p' $(NATIVE)/CMakeCache.txt 2>/dev/null); c=$${c:-cmake}
+# For commands that run ninja (or a test that does) under the `make -j2` of setup and test: ninja
+# would find make's jobserver in MAKEFLAGS without its file descriptors (make keeps them from
+# non-make commands) and print an error line; it then schedules on its own, as without them.
+NOJOBSERVER := env -u MAKEFLAGS -u MFLAGS
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup demo test test-native test-python test-wheel bench bench-native clean
+.PHONY: setup setup-packages setup-toolchains demo test test-native test-python test-python-kwker test-python-compileiq test-wheel \
+	test-native-wheel bench bench-native clean
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -16,13 +27,20 @@ $(VENV)/bin/python:
 # torch first and pinned: the CPU wheel of 2.13.0 is the one this machine serves; an unpinned
 # torch requirement elsewhere would otherwise pull a multi-GB CUDA build.
 # clang: CompileIQ ships a clang search space and tests it against the real compiler (Debian package).
+# The CUDA toolchains (two ~140 MB wheels into their own folders) download while the packages
+# install and the C++ core compiles: nothing is shared between the two jobs.
 setup: $(VENV)/bin/python
 	@command -v clang >/dev/null || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq clang >/dev/null; } \
 	  || echo "WARNING: could not install clang (apt-get failed): clang search-space tests will be skipped"; }
+	$(MAKE) --no-print-directory -j2 -O setup-packages setup-toolchains
+
+setup-packages: $(VENV)/bin/python
 	$(PIP) install -q "torch==2.13.0" scikit-build-core ninja cmake build setuptools wheel
-	$(PIP) install -q --no-build-isolation -e "kwker[test,bench]"
+	$(NOJOBSERVER) $(PIP) install -q --no-build-isolation -Cbuild-dir=$(NATIVE) -e "kwker[test,bench]"
 	@if [ -f compileiq/pyproject.toml ]; then $(PIP) install -q --no-build-isolation -e "compileiq[test]"; fi
+
+setup-toolchains: $(VENV)/bin/python
 	@if [ -x compileiq/scripts/install_toolchains.sh ]; then compileiq/scripts/install_toolchains.sh $(BUILD)/toolchains $(CURDIR)/$(VENV)/bin/pip; fi
 
 demo: setup
@@ -30,26 +48,41 @@ demo: setup
 	$(PY) -m kwker bench --quick
 	@if [ -f compileiq/src/compileiq/__main__.py ]; then $(PY) -m compileiq demo; fi
 
-test: setup test-native test-python test-wheel
+# Kwker's Python suite times nothing, so it shares the two cores with the native tests and the wheel
+# builds and smokes (one chain: they share the CMake tree). CompileIQ's suite times real binaries
+# (the canary, worker concurrency), so it runs alone once they are done. -O: each job's output
+# comes in one piece.
+test: setup
+	$(MAKE) --no-print-directory -j2 -O test-python-kwker test-native-wheel
+	$(MAKE) --no-print-directory test-python-compileiq
+
+test-native-wheel:
+	$(MAKE) --no-print-directory test-native
+	$(MAKE) --no-print-directory test-wheel
 
 test-native:
-	cmake -S kwker -B $(BUILD)/native -G Ninja -DKWKER_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
-	cmake --build $(BUILD)/native
-	$(BUILD)/native/kwker_native_tests
-	$(BUILD)/native/kwker-doctor > /dev/null
+	$(TREE_CMAKE); $$c -S kwker -B $(NATIVE) -G Ninja -DKWKER_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null && \
+	  $(NOJOBSERVER) $$c --build $(NATIVE) --target kwker_native_tests kwker-doctor
+	$(NATIVE)/kwker_native_tests
+	$(NATIVE)/kwker-doctor > /dev/null
 
-test-python:
-	cd kwker && $(PY) -m pytest tests/python
-	@if [ -d compileiq/tests ]; then cd compileiq && $(PY) -m pytest tests; fi
+test-python: test-python-kwker test-python-compileiq
+
+test-python-kwker:
+	cd kwker && $(NOJOBSERVER) $(PY) -m pytest tests/python
+
+test-python-compileiq:
+	@if [ -d compileiq/tests ]; then cd compileiq && $(NOJOBSERVER) $(PY) -m pytest tests; fi
 
 # Build real wheels and install them non-editable in a fresh environment, so a file missing
 # from a wheel fails here rather than on a user's machine.
 test-wheel:
 	rm -rf $(BUILD)/dist $(BUILD)/smoke-venv $(BUILD)/kwker-*.whl
-	$(PY) -m build --wheel --no-isolation --outdir $(BUILD)/dist kwker >/dev/null
+	$(NOJOBSERVER) $(PY) -m build --wheel --no-isolation -Cbuild-dir=$(NATIVE) --outdir $(BUILD)/dist kwker >/dev/null
 	@if [ -f compileiq/pyproject.toml ]; then $(PY) -m build --wheel --no-isolation --outdir $(BUILD)/dist compileiq >/dev/null; fi
-	python3 -m venv $(BUILD)/smoke-venv
-	$(BUILD)/smoke-venv/bin/python -m pip install -q --disable-pip-version-check $(BUILD)/dist/*.whl
+	@# no pip of its own (ensurepip costs seconds): the project's pip installs into it
+	python3 -m venv --without-pip $(BUILD)/smoke-venv
+	$(PIP) --python $(BUILD)/smoke-venv/bin/python install -q $(BUILD)/dist/*.whl
 	cd /tmp && $(BUILD)/smoke-venv/bin/python $(CURDIR)/kwker/tests/smoke.py
 	@if [ -f compileiq/tests/smoke.py ]; then cd /tmp && $(BUILD)/smoke-venv/bin/python $(CURDIR)/compileiq/tests/smoke.py; fi
 	@# PyTorch: the wheel's compiled operators (built for this torch, version +torch2.M), then a
@@ -58,8 +91,8 @@ test-wheel:
 	$(PY) kwker/tests/share_torch.py $(BUILD)/smoke-venv
 	cd /tmp && $(BUILD)/smoke-venv/bin/python $(CURDIR)/kwker/tests/smoke_torch.py
 	$(PY) kwker/tests/fake_torch_wheel.py $(BUILD)/dist/kwker-*.whl $(BUILD) >/dev/null
-	$(BUILD)/smoke-venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
-	  --force-reinstall $(BUILD)/kwker-*+torch2.12-*.whl
+	$(PIP) --python $(BUILD)/smoke-venv/bin/python install -q --no-deps --force-reinstall \
+	  $(BUILD)/kwker-*+torch2.12-*.whl
 	cd /tmp && $(BUILD)/smoke-venv/bin/python $(CURDIR)/kwker/tests/smoke_torch.py mismatch
 
 bench: setup
@@ -76,15 +109,15 @@ bench-native:
 	  dpkg -s $$p >/dev/null 2>&1 || NEED="$$NEED $$p"; done; \
 	if [ -n "$$NEED" ]; then SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$NEED >/dev/null; fi
-	cmake -S kwker -B $(BUILD)/native -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-	cmake --build $(BUILD)/native --target kwker
+	$(TREE_CMAKE); $$c -S kwker -B $(NATIVE) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && \
+	  $$c --build $(NATIVE) --target kwker
 	rm -rf $(BUILD)/baseline-src && mkdir -p $(BUILD)/baseline-src
 	git archive $(BENCH_BASELINE) kwker | tar -x -C $(BUILD)/baseline-src
 	cmake -S $(BUILD)/baseline-src/kwker -B $(BUILD)/baseline -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD)/baseline --target kwker
 	cmake -S kwker/bench/native -B $(BUILD)/bench-native -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD)/bench-native
-	$(BUILD)/bench-native/kwker_native_bench --kwker $(BUILD)/native/libkwker.so=kwker \
+	$(BUILD)/bench-native/kwker_native_bench --kwker $(NATIVE)/libkwker.so=kwker \
 	  --kwker $(BUILD)/baseline/libkwker.so=kwker-prev $(BENCH_ARGS) \
 	  --json $(BUILD)/bench-native/result.json | tee $(BUILD)/bench-native/result.md
 	python3 kwker/bench/native/report.py $(BUILD)/bench-native/result.json | tee -a $(BUILD)/bench-native/result.md

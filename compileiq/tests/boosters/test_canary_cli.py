@@ -20,6 +20,13 @@ def good(config):
 def stale(config):
     return 1.0
 
+_noisy_base = iter([1.0, 1.3, 0.8])
+
+
+def noisy(config):
+    key = "base" if config == BASELINE_CONFIG else " ".join(parse_controls(bytes.fromhex(config)).options)
+    return next(_noisy_base) if key == "base" else {"-O0": 4.0, "-O3": 1.1}[key]
+
 def broken(config):
     raise OSError("the benchmark binary is missing")
 
@@ -41,6 +48,9 @@ def test_pass_fail_and_error_exit_codes(module, capsys):
     assert main(["--module", f"{module}:stale", "--compiler", "gcc"]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "stale build folder" in out
+    assert main(["--module", f"{module}:noisy", "--compiler", "gcc"]) == 2
+    out = capsys.readouterr().out
+    assert ": UNDECIDED" in out and "could not decide: the baseline's own runs spread by 50.0%" in out
     assert main(["--module", f"{module}:broken", "--compiler", "gcc"]) == 2
     assert "OSError on baseline: the benchmark binary is missing" in capsys.readouterr().out
 

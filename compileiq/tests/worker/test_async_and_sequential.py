@@ -26,9 +26,16 @@ async def async_objective(p):
 
 def test_async_runs_candidates_concurrently():
     w = AsyncWorker.create(None, False)
-    t0 = time.perf_counter()
-    scores = w.run(function=async_objective, params_pool=[1, 2, 3, 4], params_ids=[0, 1, 2, 3], num_workers=4)
-    assert time.perf_counter() - t0 < 0.8
+    # four 0.3 s sleeps at once take 0.3 s; one after another 1.2 s. Noise on a shared host only adds
+    # time, so the fastest of up to three tries is the one that says whether they overlapped.
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        scores = w.run(function=async_objective, params_pool=[1, 2, 3, 4], params_ids=[0, 1, 2, 3], num_workers=4)
+        best = min(best, time.perf_counter() - t0)
+        if best < 0.8:
+            break
+    assert best < 0.8
     assert sorted(s.score for s in scores) == [1.0, 2.0, 3.0, 4.0]
     t0 = time.perf_counter()
     w.run(function=async_objective, params_pool=[1, 2, 3, 4], params_ids=[0, 1, 2, 3], num_workers=2)

@@ -1,7 +1,8 @@
 """``compileiq canary --module mybench:objective --compiler gcc``: the O0/O3 canary from the shell.
 
 Exit status: 0 PASS (the controls reach the compiler), 1 FAIL (they do not, or O3 differs),
-2 could not decide (bad arguments, an objective that cannot be imported or that failed).
+2 could not decide (bad arguments, an objective that cannot be imported or that failed, or verdict
+UNDECIDED: the baseline's own runs spread too much on this host to tell).
 """
 
 from __future__ import annotations
