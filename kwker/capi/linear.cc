@@ -226,3 +226,7 @@ KWKER_API int kwker_run_tasks(int ntasks, int threads, void (*fn)(void *ctx, int
   rt::run_parallel(t, run_task_range, &runs);
   return KWKER_OK;
 }
+
+KWKER_API kwker_thread_runner kwker_set_thread_runner(kwker_thread_runner runner) {
+  return rt::set_thread_runner(runner);
+}

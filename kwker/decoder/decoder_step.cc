@@ -223,6 +223,10 @@ __attribute__((visibility("default"))) int kwd_step(const kwd_model *model, cons
                                                     char *err, int errcap) {
   if (!model || !call || model->abi != KWD_ABI)
     return fail(err, errcap, "decode step: model description missing or of another ABI version");
+  struct Runner {  // the caller's choice of threads, for this call only
+    kwker_thread_runner prev;
+    ~Runner() { kwker_set_thread_runner(prev); }
+  } runner{kwker_set_thread_runner(model->runner)};
 #ifdef KWD_SPEC
   const kwd_model &m = *model;
   if (m.layers != SpecDims::layers || m.hidden != SpecDims::hidden || m.heads != SpecDims::heads ||

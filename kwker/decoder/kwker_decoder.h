@@ -13,6 +13,8 @@
 #define KWKER_DECODER_H_
 #include <stdint.h>
 
+#include "kwker/kwker.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -43,6 +45,7 @@ typedef struct {
   const void *lm_head;            /* packed [vocab, hidden] */
   const float *lm_head_bias;
   const kwd_layer *layer;         /* [layers] */
+  kwker_thread_runner runner;     /* where the step's parallel work runs (NULL: Kwker's pool) */
 } kwd_model;
 
 typedef struct {

@@ -166,11 +166,22 @@ int thread_budget() {
   return b < 1 ? 1 : b;
 }
 
+// Per calling thread: when set (the CPU backend's decode step, run beside torch), parallel work
+// goes to torch's own threads, so two pools never spin against each other on the same cores.
+thread_local ExternalRunner t_runner = nullptr;
+
+ExternalRunner set_thread_runner(ExternalRunner runner) {
+  ExternalRunner prev = t_runner;
+  t_runner = runner;
+  return prev;
+}
+
 void run_parallel(int ntasks, void (*fn)(void *, int), void *ctx) {
   if (ntasks <= 1 || t_in_task) {
     for (int i = 0; i < ntasks; ++i) fn(ctx, i);
     return;
   }
+  if (t_runner && t_runner(ntasks, fn, ctx)) return;
   Pool *p = g_pool;
   std::lock_guard<std::mutex> run_lock(p->run_mu);
   std::unique_lock<std::mutex> lk(p->mu);

@@ -11,6 +11,11 @@ namespace rt {
 // Calls from several user threads at once are serialised on the pool; a nested call runs inline.
 void run_parallel(int ntasks, void (*fn)(void *ctx, int task), void *ctx);
 
+// A runner that executes fn(ctx, i) for i in [0, ntasks) on another library's threads and
+// returns nonzero, or returns 0 to decline (the pool then runs them). Set per calling thread.
+using ExternalRunner = int (*)(int ntasks, void (*fn)(void *ctx, int task), void *ctx);
+ExternalRunner set_thread_runner(ExternalRunner runner);
+
 // The budget: min(user max (if set), CPUs in the affinity mask, cgroup CPU quota), >= 1.
 int thread_budget();
 int hardware_threads();

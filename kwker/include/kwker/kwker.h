@@ -189,6 +189,14 @@ KWKER_API int kwker_linear(int mode, const float *x, int64_t m, int64_t k, const
  * budget instead of starting a second pool. fn must not throw. */
 KWKER_API int kwker_run_tasks(int ntasks, int threads, void (*fn)(void *ctx, int task), void *ctx);
 
+/* For the calling thread only: hands Kwker's parallel work to runner (which runs fn(ctx, task)
+ * for every task in [0, ntasks) on its own threads and returns nonzero, or returns 0 to let
+ * Kwker's pool run them); NULL restores the pool. Returns the previous runner. The CPU
+ * backend's decode step uses it to run on torch's threads, so that two thread pools do not spin
+ * against each other on the same cores. */
+typedef int (*kwker_thread_runner)(int ntasks, void (*fn)(void *ctx, int task), void *ctx);
+KWKER_API kwker_thread_runner kwker_set_thread_runner(kwker_thread_runner runner);
+
 /* ---- diagnostics (schemas in docs/runtime-info.md) ---- */
 /* Writes the runtime-info JSON (NUL-terminated) to buf. If cap is too small returns
  * KWKER_E_BUFFER_TOO_SMALL and sets *needed (bytes including the NUL). */

@@ -165,11 +165,54 @@ void test_run_tasks() {
   check(std::strstr(kwker_last_error(), "kwker_run_tasks") != nullptr, "message names it");
 }
 
+int g_runner_calls = 0;
+int serial_runner(int ntasks, void (*fn)(void *, int), void *ctx) {
+  ++g_runner_calls;
+  for (int i = ntasks - 1; i >= 0; --i) fn(ctx, i);  // another order than the pool's
+  return 1;
+}
+int declining_runner(int, void (*)(void *, int), void *) {
+  ++g_runner_calls;
+  return 0;
+}
+
+// kwker_set_thread_runner: parallel work goes to the caller's runner (or back to the pool when
+// it declines), for the calling thread only, with results identical bit for bit.
+void test_thread_runner() {
+  g_where = "kwker_set_thread_runner";
+  const int64_t n = 2048, k = 512;  // large enough for two threads
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(k)),
+      y0(static_cast<size_t>(n)), y1(static_cast<size_t>(n)), y2(static_cast<size_t>(n));
+  for (auto &v : w) v = u(rng);
+  for (auto &v : x) v = u(rng);
+  std::vector<uint8_t> packed(static_cast<size_t>(kwker_linear_packed_size(KWKER_LINEAR_HIGH, n, k, 32)));
+  check(kwker_linear_pack(KWKER_LINEAR_HIGH, n, k, 32, w.data(), nullptr, nullptr,
+                          packed.data()) == KWKER_OK, "pack");
+  check(kwker_linear(KWKER_LINEAR_HIGH, x.data(), 1, k, packed.data(), n, 32, nullptr, y0.data(),
+                     2) == KWKER_OK, "pool");
+  g_runner_calls = 0;
+  check(kwker_set_thread_runner(serial_runner) == nullptr, "no runner before");
+  check(kwker_linear(KWKER_LINEAR_HIGH, x.data(), 1, k, packed.data(), n, 32, nullptr, y1.data(),
+                     2) == KWKER_OK, "runner");
+  check(g_runner_calls == 1, "the runner ran the two tasks");
+  check(kwker_set_thread_runner(declining_runner) == serial_runner, "returns the previous");
+  check(kwker_linear(KWKER_LINEAR_HIGH, x.data(), 1, k, packed.data(), n, 32, nullptr, y2.data(),
+                     2) == KWKER_OK, "declined");
+  check(g_runner_calls == 2, "asked, declined, the pool ran");
+  kwker_set_thread_runner(nullptr);
+  check(std::memcmp(y0.data(), y1.data(), y0.size() * 4) == 0 &&
+            std::memcmp(y0.data(), y2.data(), y0.size() * 4) == 0,
+        "same bits whoever runs the tasks");
+}
+
 }  // namespace
 
 void run_linear_tests() {
   test_errors();
   test_run_tasks();
+  test_thread_runner();
   for (int mode = 0; mode < 4; ++mode) {
     const int64_t shapes[][3] = {{1, 1, 1}, {1, 37, 7}, {5, 16, 1}, {13, 100, 7}, {33, 70, 2},
                                  {64, 576, 1}, {9, 33, 5}, {300, 256, 1}};

@@ -262,3 +262,25 @@ def test_the_backend_and_its_status_import_no_torch():
             "assert st['decoder_packages']['compiler'], st['decoder_packages']")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_on_torch_threads_or_kwker_pool_the_numbers_are_the_same():
+    """With 2+ torch threads the step and the per-layer kernels run on torch's intra-op threads
+    (kwker_set_thread_runner), with one on Kwker's pool: the same bits either way. (Only
+    Kwker's parts are compared: torch's own reductions may depend on its thread count.)"""
+    from kwker.cpu_backend._linear import ops
+    assert ops().thread_runner() != 0
+    model = tiny(seed=12, hidden_size=256, intermediate_size=512)
+    opt = cb.optimize(model, "int8")
+    big = cb.optimize(torch.nn.Sequential(torch.nn.Linear(1024, 4096)), "int8")
+    x = torch.randn(3, 1024)
+    old = torch.get_num_threads()
+    try:
+        got = {}
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            with torch.no_grad():
+                got[n] = (scores(opt)[1], big(x))
+        assert torch.equal(got[1][0], got[2][0]) and torch.equal(got[1][1], got[2][1])
+    finally:
+        torch.set_num_threads(old)

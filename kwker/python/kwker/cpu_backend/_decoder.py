@@ -34,13 +34,25 @@ class _Model(ctypes.Structure):
                                              "lm_mode", "lm_group", "threads")]
                 + [(n, ctypes.c_float) for n in ("eps", "scaling", "rope_scale")]
                 + [(n, _P) for n in ("inv_freq", "final_norm", "lm_head", "lm_head_bias",
-                                     "layer")])
+                                     "layer", "runner")])
 
 
 class _Call(ctypes.Structure):
     _fields_ = [("batch", ctypes.c_int), ("past", ctypes.c_int64), ("cap", ctypes.c_int64),
                 ("x", _P), ("positions", _P), ("mask", _P), ("k_cache", _P), ("v_cache", _P),
                 ("logits", _P)]
+
+
+def _torch_runner():
+    """The compiled extension's runner that puts Kwker's parallel work on torch's intra-op
+    threads (kwker_set_thread_runner): generate() runs torch ops between decode steps, and torch's
+    OpenMP workers spin for a while after each; a second pool beside them cost a quarter of
+    every step. None when the extension lacks it (Kwker's own pool then runs)."""
+    from ._linear import ops
+    try:
+        return int(ops().thread_runner()) or None
+    except (AttributeError, RuntimeError):
+        return None
 
 
 class NotInFamily(Exception):
@@ -189,7 +201,8 @@ class Decoder:
                             inv_freq=_ptr(self._inv_freq), final_norm=_ptr(self._final),
                             lm_head=_ptr(model.lm_head.packed),
                             lm_head_bias=_ptr(model.lm_head.bias),
-                            layer=ctypes.cast(self._layers, _P).value, **self.shapes)
+                            layer=ctypes.cast(self._layers, _P).value,
+                            runner=_torch_runner(), **self.shapes)
         self._lm_head = model.lm_head.packed
         self._embed = inner.embed_tokens
         import kwker
