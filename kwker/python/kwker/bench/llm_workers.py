@@ -121,7 +121,7 @@ def main(argv=None):
             if op == "decode":
                 say(eng.decode())
             elif op == "tokens":
-                say(eng.tokens() if hasattr(eng, "tokens") else {"tokens": eng.decode()["tokens"]})
+                say(eng.tokens() if hasattr(eng, "tokens") else eng.decode())
             elif op == "prompt":
                 say(eng.prompt(cmd["ids"]))
             else:
