@@ -156,8 +156,12 @@ def test_table_reports_numbers_ratios_and_failures():
         " Q4_1 ", " Q4_1 -> int4, Q8_0 -> int8 ", " 96.4 ", " 100.0 ", " 125.0 ", " 1.25x ",
         " 200 ", " 400 ", " 0.50x ", " 64/64 ", " 5% / 10% ", " 2.0–2.5 "]
     assert "| BF16 | load failed | 269.1 | 86.0 | — | —x |" in lines[3]
-    assert "- BF16: kwker failed: ValueError: no such layout" in md
+    assert "- BF16: Kwker failed: ValueError: no such layout" in md
     assert "medians of 5 interleaved repeats" in md
+    assert "Q4_1: other processes used more than 10%" not in md
+    row["kwker"]["other_cpu_fraction"] = 0.5
+    md = llm_llamacpp.table({"env": env, "rows": [row]})
+    assert "- Q4_1: other processes used more than 10% of the machine while Kwker ran" in md
 
 
 def test_command_line_rejects_an_unknown_format():

@@ -27,7 +27,9 @@ from .llm_workers import NEW_TOKENS as NEW
 from .load import _loadavg, _machine_busy_s, _own_cpu_s
 
 PROMPT_TOKENS = 256
+BUSY = 0.10  # more foreign CPU than this (median, per engine) marks a row as not representative
 ENGINES = ("llama", "kwker")
+LABEL = {"llama": "llama.cpp", "kwker": "Kwker"}
 
 
 def _proc_cpu_s(pid):
@@ -42,10 +44,9 @@ def _proc_cpu_s(pid):
 class Worker:
     def __init__(self, engine, path, env):
         self.engine = engine
-        self.proc = subprocess.Popen([sys.executable, "-m", "kwker.bench.llm_workers", engine, path],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     env=env, stderr=subprocess.DEVNULL if env.get(
-                                         "KWKER_BENCH_LLM_QUIET") else None)
+        cmd = [sys.executable, "-m", "kwker.bench.llm_workers", engine, path]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, env=env)
         self.ready = self._read()
 
     def _read(self):
@@ -117,11 +118,11 @@ def bench_format(fmt, path, env, repeats, ids, log):
     workers = {}
     try:
         for eng in ENGINES:
-            log(f"  {fmt}: loading in {eng}")
+            log(f"  {fmt}: loading in {LABEL[eng]}")
             w = Worker(eng, path, env)
             if "error" in w.ready:
                 row[f"{eng}_error"] = w.ready["error"]
-                log(f"  {fmt}: {eng} could not load the file: {w.ready['error']}")
+                log(f"  {fmt}: {LABEL[eng]} could not load the file: {w.ready['error']}")
                 w.close()
                 continue
             workers[eng] = w
@@ -183,15 +184,15 @@ def table(result):
         kinfo = r.get("kwker_info") or {}
         layers = ", ".join(kinfo.get("formats") or []) or ("load failed" if "kwker_error" in r
                                                              else "—")
-        lines.append(
-            f"| {r['format']} | {layers} | {r['weight_MB_per_token']:.1f} | "
-            f"{_f(lk.get('tok_s'), '.1f')} | {_f(kk.get('tok_s'), '.1f')} | "
-            f"{_f(r.get('decode_ratio'), '.2f')}x | {_f(lk.get('prompt_s') and lk['prompt_s'] * 1e3, '.0f')} | "
-            f"{_f(kk.get('prompt_s') and kk['prompt_s'] * 1e3, '.0f')} | "
-            f"{_f(r.get('prompt_ratio'), '.2f')}x | "
-            f"{_f(r.get('greedy_agree'), 'd')}/{NEW} | "
-            f"{_f(lk.get('other_cpu_fraction'), '.0%')} / {_f(kk.get('other_cpu_fraction'), '.0%')} | "
-            f"{_f(r['loadavg_1min_start'], '.1f')}–{_f(r['loadavg_1min_end'], '.1f')} |")
+        ms = [None if x.get("prompt_s") is None else x["prompt_s"] * 1e3 for x in (lk, kk)]
+        cells = [r["format"], layers, f"{r['weight_MB_per_token']:.1f}",
+                 _f(lk.get("tok_s"), ".1f"), _f(kk.get("tok_s"), ".1f"),
+                 _f(r.get("decode_ratio"), ".2f") + "x", _f(ms[0], ".0f"), _f(ms[1], ".0f"),
+                 _f(r.get("prompt_ratio"), ".2f") + "x", f"{_f(r.get('greedy_agree'), 'd')}/{NEW}",
+                 f"{_f(lk.get('other_cpu_fraction'), '.0%')} / "
+                 f"{_f(kk.get('other_cpu_fraction'), '.0%')}",
+                 f"{_f(r['loadavg_1min_start'], '.1f')}–{_f(r['loadavg_1min_end'], '.1f')}"]
+        lines.append("| " + " | ".join(cells) + " |")
     env = result["env"]
     lines += ["", f"Ratios are Kwker / llama.cpp speed (> 1: Kwker faster), medians of "
               f"{env['repeats']} interleaved repeats; decode: batch 1, greedy, {NEW} new tokens, "
@@ -205,9 +206,15 @@ def table(result):
     if env.get("system_info"):
         lines.append(f"llama.cpp build: `{env['system_info']}`")
     for r in rows:
+        busy = [e for e in ENGINES if ((r.get(e) or {}).get("other_cpu_fraction") or 0) > BUSY]
+        if busy:
+            who = " and ".join(LABEL[e] for e in busy)
+            lines.append(f"- {r['format']}: other processes used more than {BUSY:.0%} of the "
+                         f"machine while {who} ran: not representative (llama.cpp's spinning "
+                         "OpenMP threads collapse when cores are shared); rerun on a quiet machine")
         for e in ENGINES:
             if r.get(f"{e}_error"):
-                lines.append(f"- {r['format']}: {e} failed: {r[f'{e}_error']}")
+                lines.append(f"- {r['format']}: {LABEL[e]} failed: {r[f'{e}_error']}")
     return "\n".join(lines)
 
 
