@@ -18,7 +18,7 @@ NOJOBSERVER := env -u MAKEFLAGS -u MFLAGS
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: setup setup-packages setup-toolchains demo test test-native test-python test-python-kwker test-python-compileiq test-wheel \
-	test-native-wheel bench bench-native clean
+	test-native-wheel bench bench-native bench-llm clean
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -121,6 +121,19 @@ bench-native:
 	  --kwker $(BUILD)/baseline/libkwker.so=kwker-prev $(BENCH_ARGS) \
 	  --json $(BUILD)/bench-native/result.json | tee $(BUILD)/bench-native/result.md
 	python3 kwker/bench/native/report.py $(BUILD)/bench-native/result.json | tee -a $(BUILD)/bench-native/result.md
+
+# llama.cpp against kwker.cpu_backend on SmolLM2-135M in F32 / BF16 / Q8_0 / Q4_1 / Q4_0 (the
+# same weights in each format; kwker/python/kwker/bench/llm_llamacpp.py). Not part of `make test`:
+# it builds llama.cpp from the llama-cpp-python sdist (CPU only, native flags; about 10 minutes
+# the first time, then pip's wheel cache) into the project venv. Results in build/bench-llm/.
+LLAMA_CPP_PYTHON ?= 0.3.36
+BENCH_LLM_ARGS ?=
+bench-llm: setup
+	@$(PY) -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '$(LLAMA_CPP_PYTHON)')" 2>/dev/null \
+	  || CMAKE_ARGS="-DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_BLAS=OFF -DGGML_VULKAN=OFF" \
+	     $(PIP) install -q "llama-cpp-python==$(LLAMA_CPP_PYTHON)"
+	KWKER_CACHE_DIR=$(BUILD)/bench-llm/cache $(PY) -m kwker.bench.llm_llamacpp \
+	  --out $(BUILD)/bench-llm $(BENCH_LLM_ARGS)
 
 clean:
 	rm -rf $(BUILD) kwker/build
