@@ -7,6 +7,7 @@
 #include "capi/errors.h"
 #include "core/engine.h"
 #include "core/linear_layout.h"
+#include "core/linear_prompt.h"
 #include "dispatch/dispatch.h"
 #include "kwker/kwker.h"
 #include "runtime/counters.h"
@@ -196,6 +197,23 @@ KWKER_API int kwker_linear(int mode, const float *x, int64_t m, int64_t k, const
   } catch (const std::exception &e) {
     return set_error(KWKER_E_INTERNAL, "%s: internal error: %s (please report it)", fn, e.what());
   }
+}
+
+KWKER_API const char *kwker_linear_kernel(int mode, int64_t m) {
+  if (mode < 0 || mode >= kLinNumModes) {
+    set_error(KWKER_E_INVALID_ARGUMENT, "kwker_linear_kernel: unknown mode %d", mode);
+    return nullptr;
+  }
+  const int eid = current_engine();
+  if (eid == kAvx512) {
+    switch (linear_prompt_kernel_avx512(mode, m)) {
+      case kPromptAmxBf16: return "amx-bf16";
+      case kPromptAmxInt8: return "amx-int8";
+      case kPromptVnniInt8: return "vnni-int8";
+      default: break;
+    }
+  }
+  return linear_table(eid).name;
 }
 
 namespace {

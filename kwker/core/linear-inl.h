@@ -12,7 +12,8 @@
 //     then high nibbles), then acc = fma(d, s, acc); acc = fma(min, xsum, acc), where xsum is
 //     the lane-wise sum of x over the group (adds in K order);
 //   - the 16 lanes reduce as l + (l+8), then + (l+4), + (l+2), + (l+1); the bias is added last.
-// Activations stay float32 (weight-only quantisation), in the prompt phase too.
+// Activations stay float32 (weight-only quantisation), except on the avx512 engine's prompt
+// kernels (core/linear_prompt.h: AMX / VNNI from kLinPromptRows rows).
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,7 @@
 #include "core/engine.h"
 #include "core/engine_ns-inl.h"
 #include "core/linear_layout.h"
+#include "core/linear_prompt.h"
 #include "runtime/threads.h"
 
 namespace kwker {
@@ -330,6 +332,13 @@ void run_task(void *ctx, int task) {
 // Pads x to kp columns (zeros) and, for int4, computes each group's lane-wise sums of x.
 int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, const void *packed,
                int64_t n, int64_t group, const float *bias, float *y) {
+#if defined(__AVX512F__)
+  // Prompt rows on AMX / VNNI (core/linear_prompt.h); 0 means these kernels take the call.
+  if (m >= kLinPromptRows) {
+    int rc = linear_prompt_avx512(ctx, mode, x, m, k, packed, n, group, bias, y);
+    if (rc != 0) return rc < 0 ? -1 : 0;
+  }
+#endif
   const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t ng = mode == kLinInt4 ? kp / group : 0;
   float *xpad = static_cast<float *>(std::malloc(sizeof(float) * size_t(m * kp + m * ng * kLinLanes + 1)));

@@ -162,7 +162,8 @@ KWKER_API int kwker_get_tuning(const char *name, int64_t *value);
 /* ---- CPU backend: linear layers y = x W^T (+ bias), docs/cpu-backend.md ---- */
 /* Modes: float32 weights, bfloat16 weights, int8 per 32-block scale (GGUF Q8_0), int4 per group
  * scale and minimum (GGUF Q4_1; Q4_0 is min = -8 * scale). x, y, bias and scales are float32.
- * Every engine gives identical results bit for bit in a given mode. */
+ * Every engine gives identical results bit for bit in a given mode, except the prompt kernels
+ * below (see kwker_linear_kernel). */
 #define KWKER_LINEAR_HIGH 0
 #define KWKER_LINEAR_MEDIUM 1
 #define KWKER_LINEAR_INT8 2
@@ -181,6 +182,13 @@ KWKER_API int kwker_linear_unpack(int mode, int64_t n, int64_t k, int64_t group,
 /* y[m, n] = x[m, k] W^T (+ bias[n] when bias is not NULL) on the selected engine. */
 KWKER_API int kwker_linear(int mode, const float *x, int64_t m, int64_t k, const void *packed,
                            int64_t n, int64_t group, const float *bias, float *y, int threads);
+
+/* The kernel kwker_linear runs for m rows in this mode on the selected engine, now: "amx-bf16"
+ * ("medium", x rounded to bfloat16, AMX tiles), "amx-int8" or "vnni-int8" (int8 / int4 with x
+ * quantised per 32-block to int8; both give the same bits), or the engine's name (float
+ * activations, identical on every engine). The prompt kernels start at 16 rows; AMX needs the
+ * CPU, Linux's permission (arch_prctl, 5.16+) and KWKER_AMX not 0. NULL for a bad mode. */
+KWKER_API const char *kwker_linear_kernel(int mode, int64_t m);
 
 /* Runs fn(ctx, task) for every task in [0, ntasks) on Kwker's thread pool, on at most threads
  * threads (0: the process budget; never more than the budget); the calling thread takes part.

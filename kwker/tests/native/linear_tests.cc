@@ -3,7 +3,10 @@
 // against a float64 reference on the same (dequantised) weights, every engine bit for bit
 // equal to the portable one; pack/unpack round trips; bad arguments rejected.
 #include <atomic>
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -66,6 +69,100 @@ Weights make_weights(int mode, int64_t n, int64_t k, int64_t group, std::mt19937
   return w;
 }
 
+// |y - float64 reference| within float32 summation error, plus rel * the magnitude for kernels
+// that round x first (bfloat16: 2^-9 per element).
+void check_close(const Weights &w, const std::vector<float> &x, int64_t m, int64_t k, int64_t n,
+                 const float *bias, const std::vector<float> &got, double rel,
+                 const std::string &where) {
+  bool close = true;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double ref = bias ? bias[j] : 0.0, mag = std::fabs(ref);
+      for (int64_t c = 0; c < k; ++c) {
+        double t = double(x[size_t(i * k + c)]) * double(w.dense[size_t(j * k + c)]);
+        ref += t;
+        mag += std::fabs(t);
+      }
+      if (std::isnan(ref) && std::isnan(got[size_t(i * n + j)])) continue;
+      double err = std::fabs(double(got[size_t(i * n + j)]) - ref);
+      // float32 accumulation of k products: a few ulps of the magnitude per term.
+      if (!(err <= (1e-6 * std::sqrt(double(k)) + rel) * mag + 1e-30)) close = false;
+    }
+  check(close, "matches the float64 reference on " + where);
+}
+
+// The prompt kernels' int8 / int4 arithmetic in scalar code (core/linear_prompt.h): the AMX and
+// VNNI kernels must give exactly these bits.
+void check_prompt_int(int mode, const Weights &w, const std::vector<float> &x, int64_t m,
+                      int64_t k, int64_t n, int64_t group, const float *bias,
+                      const std::vector<float> &got, const std::string &where) {
+  const int64_t nb = (k + 31) / 32;
+  const int64_t wblock = mode == KWKER_LINEAR_INT4 ? group : 32;
+  const int64_t wnb = (k + wblock - 1) / wblock;
+  bool same = true, close = true;
+  for (int64_t i = 0; i < m && same; ++i) {
+    std::vector<int> q(static_cast<size_t>(nb * 32), 0);
+    std::vector<float> dx(static_cast<size_t>(nb));
+    double slack = 0;  // what quantising x may move each output, per unit of |w|
+    for (int64_t b = 0; b < nb; ++b) {
+      float amax = 0;
+      bool finite = true;
+      for (int64_t c = b * 32; c < std::min(k, b * 32 + 32); ++c) {
+        float a = std::fabs(x[size_t(i * k + c)]);
+        if (!std::isfinite(a)) finite = false;
+        else if (a > amax) amax = a;
+      }
+      if (!finite || amax < 1e-30f) {
+        dx[size_t(b)] = finite ? 0.0f : NAN;
+        continue;
+      }
+      const float id = 127.0f / amax;
+      for (int64_t c = b * 32; c < std::min(k, b * 32 + 32); ++c) {
+        float v = std::nearbyint(x[size_t(i * k + c)] * id);
+        q[size_t(c)] = int(std::min(127.0f, std::max(-127.0f, v)));
+      }
+      dx[size_t(b)] = amax / 127.0f;
+      slack = std::max(slack, double(dx[size_t(b)]) * 0.5);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0;
+      double ref = bias ? bias[j] : 0.0, wsum = 0, mag = std::fabs(ref);
+      for (int64_t b = 0; b < nb; ++b) {
+        int32_t isum = 0, qsum = 0;
+        for (int64_t c = b * 32; c < b * 32 + 32; ++c) {
+          int wq = c < k ? (mode == KWKER_LINEAR_INT8 ? int(int8_t(w.values[size_t(j * k + c)]))
+                                                      : int(w.values[size_t(j * k + c)]))
+                         : 0;
+          isum += wq * q[size_t(c)];
+          qsum += q[size_t(c)];
+        }
+        const size_t wb = size_t(j * wnb + b * 32 / wblock);
+        acc = std::fma(float(isum), w.scales[wb] * dx[size_t(b)], acc);
+        if (mode == KWKER_LINEAR_INT4) acc = std::fma(float(qsum), w.mins[wb] * dx[size_t(b)], acc);
+      }
+      float want = bias ? acc + bias[j] : acc;
+      float have = got[size_t(i * n + j)];
+      if (std::memcmp(&want, &have, 4) != 0 && !(std::isnan(want) && std::isnan(have))) {
+        same = false;
+        std::printf("  row %lld col %lld: kernel %.9g, scalar model %.9g\n", (long long)i,
+                    (long long)j, double(have), double(want));
+        break;
+      }
+      for (int64_t c = 0; c < k; ++c) {
+        double t = double(x[size_t(i * k + c)]) * double(w.dense[size_t(j * k + c)]);
+        ref += t;
+        mag += std::fabs(t);
+        wsum += std::fabs(double(w.dense[size_t(j * k + c)]));
+      }
+      if (std::isfinite(ref) &&
+          !(std::fabs(double(have) - ref) <= 1.01 * slack * wsum + 1e-5 * mag + 1e-30))
+        close = false;
+    }
+  }
+  check(same, "equals the scalar model of the int8-activation kernels on " + where);
+  check(close, "within the int8 quantisation of x of the float64 reference on " + where);
+}
+
 void test_case(int mode, int64_t n, int64_t k, int64_t m, int64_t group, bool bias, int threads) {
   std::mt19937 rng(unsigned(n * 131 + k * 7 + m + mode));
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -92,36 +189,44 @@ void test_case(int mode, int64_t n, int64_t k, int64_t m, int64_t group, bool bi
 
   std::vector<float> x(static_cast<size_t>(m * k)), b(static_cast<size_t>(n));
   for (auto &v : x) v = u(rng);
+  // Prompt rows: one all-zero row, one with a tiny block, ties at the rounding point.
+  if (m >= 16) {
+    for (int64_t c = 0; c < k; ++c) x[size_t(2 * k + c)] = 0.0f;
+    for (int64_t c = 0; c < std::min<int64_t>(k, 32); ++c) x[size_t(3 * k + c)] = 1e-31f * float(c);
+    for (int64_t c = 0; c < k; ++c) x[size_t(4 * k + c)] = float(int(c % 9) - 4) * 0.25f;
+    x[size_t(5 * k + k / 2)] = NAN;  // NaN in, NaN out, on every kernel
+  }
   for (auto &v : b) v = u(rng);
+  // Engines running the float kernels agree bit for bit with each other and with a float64
+  // reference; the prompt kernels (AMX / VNNI, from 16 rows) are checked against their own
+  // scalar model (check_prompt).
   std::vector<float> first;
   for (const char *engine : g_engines) {
     kwker_set_isa(engine);
-    Guarded y{static_cast<size_t>(m * n * 4)};
-    int rc = kwker_linear(mode, x.data(), m, k, packed.data(), n, group, bias ? b.data() : nullptr,
-                          reinterpret_cast<float *>(y.data()), threads);
-    check(rc == KWKER_OK, std::string("run on ") + engine);
-    check(y.intact(), std::string("output red zone on ") + engine);
-    std::vector<float> got(size_t(m * n));
-    std::memcpy(got.data(), y.data(), got.size() * 4);
-    if (first.empty()) {
-      first = got;
-      bool close = true;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double ref = bias ? b[size_t(j)] : 0.0, mag = std::fabs(ref);
-          for (int64_t c = 0; c < k; ++c) {
-            double t = double(x[size_t(i * k + c)]) * double(w.dense[size_t(j * k + c)]);
-            ref += t;
-            mag += std::fabs(t);
-          }
-          double err = std::fabs(double(got[size_t(i * n + j)]) - ref);
-          // float32 accumulation of k products: a few ulps of the magnitude per term.
-          if (!(err <= 1e-6 * mag * std::sqrt(double(k)) + 1e-30)) close = false;
-        }
-      check(close, std::string("matches the float64 reference on ") + engine);
-    } else {
-      check(std::memcmp(first.data(), got.data(), first.size() * 4) == 0,
-            std::string(engine) + " equals the first engine bit for bit");
+    for (int amx_off = 0; amx_off < 2; ++amx_off) {
+      if (amx_off) setenv("KWKER_AMX", "0", 1);
+      const std::string kern = kwker_linear_kernel(mode, m);
+      Guarded y{static_cast<size_t>(m * n * 4)};
+      int rc = kwker_linear(mode, x.data(), m, k, packed.data(), n, group, bias ? b.data() : nullptr,
+                            reinterpret_cast<float *>(y.data()), threads);
+      if (amx_off) unsetenv("KWKER_AMX");
+      const std::string where = std::string(engine) + " (kernel " + kern + ")";
+      check(rc == KWKER_OK, "run on " + where);
+      check(y.intact(), "output red zone on " + where);
+      std::vector<float> got(size_t(m * n));
+      std::memcpy(got.data(), y.data(), got.size() * 4);
+      if (kern == "amx-int8" || kern == "vnni-int8") {
+        check_prompt_int(mode, w, x, m, k, n, group, bias ? b.data() : nullptr, got, where);
+      } else if (kern == "amx-bf16") {
+        check_close(w, x, m, k, n, bias ? b.data() : nullptr, got, 1.0 / 128, where);
+      } else if (first.empty()) {
+        first = got;
+        check_close(w, x, m, k, n, bias ? b.data() : nullptr, got, 0.0, where);
+      } else {
+        check(std::memcmp(first.data(), got.data(), first.size() * 4) == 0,
+              where + " equals the first engine bit for bit");
+      }
+      if (kern == std::string(engine) || std::string(engine) != "avx512") break;
     }
   }
   kwker_set_isa(nullptr);
@@ -226,5 +331,16 @@ void run_linear_tests() {
   }
   test_case(KWKER_LINEAR_HIGH, 1024, 1024, 1, 32, false, 2);  // crosses the threading threshold
   test_case(KWKER_LINEAR_INT4, 1536, 576, 9, 32, true, 2);
+  // Prompt rows (16 and up): the AMX / VNNI kernels where this CPU has them, with partial row
+  // tiles, partial column strips, K not a multiple of 32, int4 groups of 64 and 128.
+  for (int mode = 1; mode < 4; ++mode) {
+    const int64_t shapes[][3] = {{1, 37, 16}, {35, 100, 17}, {64, 576, 40}, {21, 33, 33}};
+    for (auto &s : shapes)
+      for (int threads : {1, 2}) test_case(mode, s[0], s[1], s[2], 32, s[0] % 2 == 1, threads);
+  }
+  test_case(KWKER_LINEAR_INT4, 40, 256, 20, 64, true, 2);
+  test_case(KWKER_LINEAR_INT4, 24, 384, 64, 128, false, 2);
+  test_case(KWKER_LINEAR_MEDIUM, 700, 1024, 64, 32, true, 2);
+  test_case(KWKER_LINEAR_INT8, 700, 1024, 64, 32, true, 2);
   std::printf("linear kernels: tested\n");
 }

@@ -67,6 +67,33 @@ def test_optimize_replaces_every_linear_and_keeps_the_original(mode):
 
 
 @needs_ops
+@pytest.mark.parametrize("mode", cb.MODES)
+def test_prompt_rows_on_every_kernel_this_cpu_runs(mode, monkeypatch):
+    """40 rows (a prompt) on awkward shapes: within each mode's bound of a float64 reference on
+    AMX, VNNI and the float kernels alike; AMX and VNNI int8 give the same bits."""
+    from kwker.cpu_backend import _status
+    torch.manual_seed(3)
+    lin = torch.nn.Linear(100, 37)
+    x = torch.randn(40, 100)
+    x[5, 50] = float("nan")
+    ref = (x.double() @ lin.weight.double().T + lin.bias.double()).detach()
+    opt = cb.optimize(torch.nn.Sequential(lin), mode)
+    outs = {}
+    for amx in ("1", "0"):
+        monkeypatch.setenv("KWKER_AMX", amx)
+        kern = _status.linear_kernels()["prompt"][mode]
+        with torch.no_grad():
+            outs[kern] = got = opt(x).double()
+        assert got[5].isnan().all() and not got[torch.arange(40) != 5].isnan().any(), kern
+        keep = torch.arange(40) != 5
+        err = float((got[keep] - ref[keep]).abs().max() / ref[keep].abs().max())
+        bound = {"high": 1e-5, "medium": 2e-2, "int8": 3e-2, "int4": 0.3}[mode]
+        assert err < bound, (kern, err)
+    if "amx-int8" in outs and "vnni-int8" in outs:
+        assert torch.equal(outs["amx-int8"].nan_to_num(), outs["vnni-int8"].nan_to_num())
+
+
+@needs_ops
 def test_inplace_changes_the_model_itself():
     model = _model()
     out = cb.optimize(model, "int8", inplace=True, threads=1)
@@ -156,7 +183,16 @@ def test_check_accuracy_report_is_a_dict_and_a_table(capsys):
 
 def test_status_and_doctor_report_the_backend():
     st = cb.status()
-    assert st["amx"]["cpu"] in (True, False) and st["amx"]["on"] is False
+    assert st["amx"]["cpu"] in (True, False)
+    # AMX kernels run where the CPU has AMX and Linux granted it, on the avx512 engine.
+    amx_usable = st["amx"]["cpu"] and st["amx"]["permission"] == "granted by arch_prctl"
+    assert st["amx"]["on"] is bool(amx_usable and st["engine"] == "avx512")
+    kern = st["linear_kernels"]
+    assert kern["decode"] == {m: st["engine"] for m in ("high", "medium", "int8", "int4")}
+    assert kern["prompt"]["high"] == st["engine"]
+    if st["amx"]["on"]:
+        assert kern["prompt"] == {"high": "avx512", "medium": "amx-bf16", "int8": "amx-int8",
+                                  "int4": "amx-int8"}
     assert "decoder_packages" in st
     env = dict(os.environ, KWKER_AMX="0")
     out = subprocess.run([sys.executable, "-m", "kwker", "doctor", "--json"], env=env,
@@ -174,8 +210,13 @@ def test_kwker_amx_rejects_invalid_values(monkeypatch):
         _status.amx_setting()
     st = _status.amx_status({"amx": True})
     assert "is not valid" in st["reason"]
+    with pytest.raises(ValueError, match="KWKER_AMX='yes' is not valid"):
+        cb.optimize(torch.nn.Linear(8, 8), mode="int8")
     monkeypatch.setenv("KWKER_AMX", "0")
     assert _status.amx_status({"amx": True})["reason"] == "KWKER_AMX=0 is set"
+    kern = _status.linear_kernels()
+    assert kern["prompt"]["int8"] in (kern["engine"], "vnni-int8")  # never AMX with KWKER_AMX=0
+    assert kern["prompt"]["medium"] == kern["engine"]
 
 
 def test_bench_section_is_opt_in_and_reports_bandwidth_against_targets():

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from . import llm_formats
+from . import llm_formats, llm_workers
 from .llm_workers import NEW_TOKENS as NEW
 from .load import _loadavg, _machine_busy_s, _own_cpu_s
 
@@ -43,10 +43,13 @@ def _proc_cpu_s(pid):
 
 class Worker:
     def __init__(self, engine, path, env):
-        self.engine = engine
-        cmd = [sys.executable, "-m", "kwker.bench.llm_workers", engine, path]
+        self.engine, self.path, self.env = engine, path, dict(env)
+        self._start()
+
+    def _start(self):
+        cmd = [sys.executable, "-m", "kwker.bench.llm_workers", self.engine, self.path]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, env=env)
+                                     text=True, env=self.env)
         self.ready = self._read()
 
     def _read(self):
@@ -58,7 +61,24 @@ class Worker:
 
     def ask(self, op, **kw):
         """(answer, the share of the machine's CPU used by processes other than the workers
-        and this one while it ran)."""
+        and this one while it ran). llama.cpp 0.3.36's extra buffer types (its AMX and repacked
+        weights) crash with a segfault on some AMX CPUs (seen on a Xeon with AMX-INT8, 2026-12):
+        then the worker restarts once without them, and the row says so."""
+        try:
+            return self._ask(op, **kw)
+        except RuntimeError:
+            code = self.proc.poll()
+            if (self.engine != "llama" or code is None or code >= 0
+                    or self.env.get(llm_workers.NO_EXTRA_BUFTS) == "1"):
+                raise
+            self.env[llm_workers.NO_EXTRA_BUFTS] = "1"
+            self.close()
+            self._start()
+            self.ready["note"] = (f"llama.cpp crashed (signal {-code}) with its extra buffer types "
+                                  "(AMX, repacked weights) on this CPU; measured without them")
+            return self._ask(op, **kw)
+
+    def _ask(self, op, **kw):
         busy0, own0, cpu0 = _machine_busy_s(), _own_cpu_s(), _proc_cpu_s(self.proc.pid)
         t0 = time.perf_counter()
         self.proc.stdin.write(json.dumps(dict(op=op, **kw)) + "\n")
@@ -161,6 +181,11 @@ def bench_format(fmt, path, env, repeats, ids, log):
         if len(tokens) == 2:
             row["greedy_agree"] = _agree(tokens["kwker"], tokens["llama"])
         row["tokens"] = tokens
+        for e, w in workers.items():
+            if "note" in w.ready:
+                row[f"{e}_note"] = w.ready["note"]
+                row[f"{e}_info"] = w.ready.get("ready", row.get(f"{e}_info"))
+                log(f"  {fmt}: {w.ready['note']}")
     finally:
         for w in workers.values():
             w.close()
@@ -193,6 +218,8 @@ def table(result):
                  f"{_f(kk.get('other_cpu_fraction'), '.0%')}",
                  f"{_f(r['loadavg_1min_start'], '.1f')}–{_f(r['loadavg_1min_end'], '.1f')}"]
         lines.append("| " + " | ".join(cells) + " |")
+    notes = sorted({r["llama_note"] for r in rows if r.get("llama_note")})
+    lines += [""] + [f"Note: {n}." for n in notes] if notes else []
     env = result["env"]
     lines += ["", f"Ratios are Kwker / llama.cpp speed (> 1: Kwker faster), medians of "
               f"{env['repeats']} interleaved repeats; decode: batch 1, greedy, {NEW} new tokens, "

@@ -16,6 +16,8 @@ import time
 THREADS = 2
 NEW_TOKENS = 64
 PROMPT = [504, 3575, 282, 4649, 314]  # "The capital of France is" (SmolLM2: no BOS)
+# "1": load without llama.cpp's extra buffer types (llm_llamacpp.Worker sets it after a crash).
+NO_EXTRA_BUFTS = "KWKER_BENCH_LLAMA_NO_EXTRA_BUFTS"
 
 
 class LlamaEngine:
@@ -23,13 +25,25 @@ class LlamaEngine:
 
     def __init__(self, path):
         import llama_cpp
-        self.llm = llama_cpp.Llama(model_path=path, n_ctx=512, n_batch=512, n_ubatch=512,
-                                   n_threads=THREADS, n_threads_batch=THREADS, logits_all=False,
-                                   verbose=False)
+        import llama_cpp.llama as llama_mod
+        extra = os.environ.get(NO_EXTRA_BUFTS) != "1"
+        defaults = llama_cpp.llama_model_default_params
+        if not extra:  # Llama() exposes no switch: its model parameters start from this call
+            def no_extra():
+                params = defaults()
+                params.use_extra_bufts = False
+                return params
+            llama_mod.llama_cpp.llama_model_default_params = no_extra
+        try:
+            self.llm = llama_cpp.Llama(model_path=path, n_ctx=512, n_batch=512, n_ubatch=512,
+                                       n_threads=THREADS, n_threads_batch=THREADS,
+                                       logits_all=False, verbose=False)
+        finally:
+            llama_mod.llama_cpp.llama_model_default_params = defaults
         self.eos = self.llm.token_eos()
         self.n_vocab = self.llm.n_vocab()
         self._logits = llama_cpp.llama_get_logits_ith
-        self.info = {"llama_cpp_python": llama_cpp.__version__,
+        self.info = {"llama_cpp_python": llama_cpp.__version__, "extra_bufts": extra,
                      "system_info": llama_cpp.llama_print_system_info().decode().strip()}
 
     def decode(self):

@@ -128,6 +128,7 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
     import torch
     group, scheme = check_options(mode, group_size, scheme, threads)
     check_decoder(decoder)
+    _status.amx_setting()  # a KWKER_AMX typo fails here, before anything is built
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"kwker.cpu_backend.optimize: expected a torch.nn.Module, got "
                         f"{type(model).__name__}")

@@ -2,9 +2,10 @@
 Imports no torch, so the doctor can read it from any process.
 
 AMX: Linux grants the AMX tile state per process (arch_prctl ARCH_REQ_XCOMP_PERM, Linux 5.16+).
-This release has no AMX kernels: int8 and int4 run on the AVX-512 (or AVX2) kernels on every
-CPU, so results never depend on AMX. status() still reports what the CPU and the kernel offer,
-so the doctor can say why AMX is off.
+The avx512 engine's prompt kernels (16 rows and more: "medium", int8, int4) use AMX tiles where
+the CPU has them, Linux grants them and KWKER_AMX is not 0 (the library asks for the permission
+itself); status() reports what the CPU and the kernel offer, and the kernel each mode's prompt
+and decode calls run (kwker_linear_kernel), so the doctor can say why AMX is off.
 """
 import ctypes
 import functools
@@ -64,8 +65,34 @@ def amx_status(cpu_features):
         return out
     granted, why = _amx_permission()
     out["permission"] = why
-    out["reason"] = ("this Kwker release has no AMX kernels; int8/int4 run on the AVX-512 kernels"
-                     if granted else why)
+    out["kernels_built"] = True
+    kernels = linear_kernels()
+    out["on"] = granted and any(k.startswith("amx") for k in kernels.get("prompt", {}).values())
+    if not granted:
+        out["reason"] = why
+    elif not out["on"]:
+        out["reason"] = (f"the selected engine ({kernels.get('engine')}) has no AMX kernels; "
+                         "they run on the avx512 engine (check KWKER_ISA)")
+    return out
+
+
+PROMPT_ROWS = 16  # core/linear_prompt.h kLinPromptRows
+
+
+def linear_kernels():
+    """{"engine", "decode": {mode: kernel}, "prompt": {mode: kernel}}: what kwker_linear runs
+    now for one row and for a prompt (kwker_linear_kernel; {} when the library is too old)."""
+    try:
+        from kwker import _locate
+        lib = ctypes.CDLL(_locate.library_path())
+        fn = lib.kwker_linear_kernel
+    except (OSError, AttributeError, ImportError):
+        return {}
+    fn.restype, fn.argtypes = ctypes.c_char_p, [ctypes.c_int, ctypes.c_int64]
+    modes = ("high", "medium", "int8", "int4")
+    out = {"decode": {m: fn(i, 1).decode() for i, m in enumerate(modes)},
+           "prompt": {m: fn(i, PROMPT_ROWS).decode() for i, m in enumerate(modes)}}
+    out["engine"] = out["decode"]["high"]
     return out
 
 
@@ -101,6 +128,7 @@ def status():
         "vnni": bool(feats.get("avx512_vnni") or feats.get("avx_vnni")),
         "bf16": bool(feats.get("avx512_bf16")),
         "amx": amx_status(feats),
+        "linear_kernels": linear_kernels(),
         "decoder_packages": _decoder_packages(),
         **_state,
     }

@@ -1,0 +1,497 @@
+// The CPU backend's prompt kernels (many rows at once) on the avx512 engine: AMX tiles where the
+// CPU has them and Linux grants them, AVX-512 VNNI otherwise. The decode step (a few rows) keeps
+// the weight-streaming kernels of core/linear-inl.h; kwker_linear comes here from
+// kLinPromptRows rows up (core/linear_prompt.h says what each kernel computes).
+//
+// int8 and int4 ("dynamic int8 activations"): each row of x is quantised per 32-block like a
+// GGUF Q8_0 block, every block's dot product is an exact int32 (AMX TDPBSSD or VNNI VPDPBUSD:
+// the same integer), and the float steps after it are fixed, so the AMX and the VNNI kernels give
+// the same bits. "medium" on AMX rounds x to bfloat16 and runs TDPBF16PS: its summation order is
+// the tile unit's own, so these results differ in the last bits from the float kernels; KWKER_AMX=0
+// gives those back.
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "core/engine.h"
+#include "core/linear_layout.h"
+#include "core/linear_prompt.h"
+#include "dispatch/cpu.h"
+#include "runtime/threads.h"
+
+namespace kwker {
+namespace {
+
+constexpr int kBlk = kLinQ8Block;  // 32
+constexpr int kStrip = 16;         // output columns per tile / per VNNI register
+constexpr int kPanelsPerStrip = kStrip / kLinNR;
+
+// ---------------------------------------------------------------- AMX permission and choice
+int amx_permission() {  // 1 granted, 0 refused; asked once per process (Linux 5.16+)
+  static int granted = -1;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const CpuInfo &c = cpu_info();
+    if (!(c.amx_int8 && c.amx_bf16)) {
+      granted = 0;
+      return;
+    }
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    granted = syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0 ? 1 : 0;
+  });
+  return granted;
+}
+
+bool amx_allowed() {
+  // Read at each prompt call (cheap beside a prompt GEMM), so a test can switch it. Unset, ""
+  // and "1" allow AMX; "0" and anything else (which kwker.cpu_backend rejects) keep it off.
+  const char *e = std::getenv("KWKER_AMX");
+  if (e && *e && std::strcmp(e, "1") != 0) return false;
+  return amx_permission() == 1;
+}
+
+// ---------------------------------------------------------------- activations
+// Q8_0-style quantisation of one row (kp a multiple of 32; x has k valid columns, the rest 0).
+// amax is found on the bit patterns (an integer max, so NaN and inf are seen in any order): a
+// block with a non-finite value gets dx = NaN, so the outputs it feeds are NaN as in float
+// arithmetic; a block below 1e-30 in magnitude counts as zero (127 / amax would overflow).
+void quantise_row(const float *x, int64_t k, int64_t kp, int8_t *q, float *dx, int32_t *qs) {
+  for (int64_t b = 0; b < kp / kBlk; ++b) {
+    const int64_t c0 = b * kBlk;
+    const int64_t valid = k - c0 >= kBlk ? kBlk : (k > c0 ? k - c0 : 0);
+    const __mmask16 m0 = valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1);
+    const __mmask16 m1 = valid >= 32 ? __mmask16(0xFFFF)
+                         : valid > 16 ? __mmask16((1u << (valid - 16)) - 1) : __mmask16(0);
+    __m512 v0 = _mm512_maskz_loadu_ps(m0, x + c0), v1 = _mm512_maskz_loadu_ps(m1, x + c0 + 16);
+    const __m512i absm = _mm512_set1_epi32(0x7FFFFFFF);
+    __m512i a = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), absm),
+                                 _mm512_and_si512(_mm512_castps_si512(v1), absm));
+    uint32_t bits = uint32_t(_mm512_reduce_max_epu32(a));
+    float amax;
+    std::memcpy(&amax, &bits, 4);
+    if (bits >= 0x7F800000u || amax < 1e-30f) {
+      std::memset(q + c0, 0, kBlk);
+      dx[b] = bits >= 0x7F800000u ? __builtin_nanf("") : 0.0f;
+      qs[b] = 0;
+      continue;
+    }
+    const __m512 id = _mm512_set1_ps(127.0f / amax);
+    __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id));  // round to nearest even
+    __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
+    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+    i0 = _mm512_min_epi32(_mm512_max_epi32(i0, lo), hi);
+    i1 = _mm512_min_epi32(_mm512_max_epi32(i1, lo), hi);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(q + c0), _mm512_cvtepi32_epi8(i0));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(q + c0 + 16), _mm512_cvtepi32_epi8(i1));
+    dx[b] = amax / 127.0f;
+    qs[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+  }
+}
+
+// ---------------------------------------------------------------- weight strips (int8 / int4)
+// One strip = 16 output columns (4 panels). For block b its 16 x 32 values are laid out as the
+// tile unit's B operand: row r (0..7) holds, for column c, the 4 bytes k = 4r..4r+3 at 4c. The
+// VNNI kernel reads the same rows (VPDPBUSD wants unsigned weights: int8 ones are stored + 128).
+struct Strip {
+  int8_t *b;      // nb * 512 bytes
+  float *scale;   // nb * 16: int8 the block scale, int4 its group's scale
+  float *mins;    // int4: nb * 16, the group's minimum
+};
+
+void load_strip(int mode, const uint8_t *packed, int64_t panel_bytes, int64_t npanels,
+                int64_t strip, int64_t kp, int64_t group, bool plus128, Strip &s) {
+  const int64_t nb = kp / kBlk;
+  std::memset(s.b, 0, size_t(nb * 512));
+  std::memset(s.scale, 0, sizeof(float) * size_t(nb * kStrip));
+  if (s.mins) std::memset(s.mins, 0, sizeof(float) * size_t(nb * kStrip));
+  for (int pp = 0; pp < kPanelsPerStrip; ++pp) {
+    const int64_t p = strip * kPanelsPerStrip + pp;
+    if (p >= npanels) break;
+    const uint8_t *panel = packed + p * panel_bytes;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t *vals[kLinNR];
+      alignas(16) uint8_t unpacked[kLinNR][kBlk];
+      if (mode == kLinInt8) {
+        const uint8_t *blk = panel + b * kLinQ8PanelBlockBytes;
+        for (int j = 0; j < kLinNR; ++j) {
+          std::memcpy(&s.scale[b * kStrip + pp * kLinNR + j], blk + j * 4, 4);
+          vals[j] = blk + kLinNR * 4 + j * kBlk;
+        }
+      } else {
+        const int64_t g = b * kBlk / group, in = b * kBlk % group;
+        const uint8_t *gp = panel + g * (kLinNR * 8 + kLinNR * group / 2);
+        for (int j = 0; j < kLinNR; ++j) {
+          std::memcpy(&s.scale[b * kStrip + pp * kLinNR + j], gp + j * 4, 4);
+          std::memcpy(&s.mins[b * kStrip + pp * kLinNR + j], gp + kLinNR * 4 + j * 4, 4);
+          __m128i by = _mm_loadu_si128(reinterpret_cast<const __m128i *>(
+              gp + kLinNR * 8 + j * (group / 2) + in / 2));
+          const __m128i low = _mm_set1_epi8(15);
+          _mm_store_si128(reinterpret_cast<__m128i *>(unpacked[j]), _mm_and_si128(by, low));
+          _mm_store_si128(reinterpret_cast<__m128i *>(unpacked[j] + 16),
+                          _mm_and_si128(_mm_srli_epi16(by, 4), low));
+          vals[j] = unpacked[j];
+        }
+      }
+      int8_t *dst = s.b + b * 512;
+      for (int j = 0; j < kLinNR; ++j) {
+        const int c = pp * kLinNR + j;
+        for (int r = 0; r < 8; ++r) {
+          uint32_t w;
+          std::memcpy(&w, vals[j] + 4 * r, 4);
+          if (plus128) w ^= 0x80808080u;
+          std::memcpy(dst + r * 64 + c * 4, &w, 4);
+        }
+      }
+    }
+  }
+  if (plus128) {  // padded columns hold weight 0, i.e. 128 once shifted
+    for (int64_t p = npanels; p < (strip + 1) * kPanelsPerStrip; ++p)
+      for (int64_t b = 0; b < nb; ++b)
+        for (int r = 0; r < 8; ++r)
+          for (int j = 0; j < kLinNR; ++j) {
+            const int c = int(p - strip * kPanelsPerStrip) * kLinNR + j;
+            std::memset(s.b + b * 512 + r * 64 + c * 4, 0x80, 4);
+          }
+  }
+}
+
+// The fixed float steps after a block's int32 dot products (both kernels):
+//   int8: acc = fma(float(isum), dw * dx, acc)
+//   int4: acc = fma(float(isum), d * dx, acc); acc = fma(float(sum of the block's qx), min * dx, acc)
+inline __m512 combine(int mode, __m512i isum, const Strip &s, int64_t b, float dx, int32_t qs,
+                      __m512 acc) {
+  const __m512 vdx = _mm512_set1_ps(dx);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                        _mm512_mul_ps(_mm512_loadu_ps(s.scale + b * kStrip), vdx), acc);
+  if (mode == kLinInt4)
+    acc = _mm512_fmadd_ps(_mm512_set1_ps(float(qs)),
+                          _mm512_mul_ps(_mm512_loadu_ps(s.mins + b * kStrip), vdx), acc);
+  return acc;
+}
+
+struct QJob {
+  int mode;
+  bool amx;
+  int64_t m, mpad, n, kp, group, panel_bytes, npanels, nstrips;
+  const int8_t *qx;   // mpad x kp
+  const float *dx;    // mpad x nb
+  const int32_t *qs;  // mpad x nb
+  const uint8_t *packed;
+  const float *bias;
+  float *y;
+  int ntasks;
+  bool failed;
+};
+
+void store_rows(const QJob &jb, int64_t strip, int64_t r0, int rows, const __m512 *acc) {
+  const int64_t c0 = strip * kStrip;
+  const int cols = int(jb.n - c0 < kStrip ? jb.n - c0 : kStrip);
+  const __mmask16 cm = cols == 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+  const __m512 bias = jb.bias ? _mm512_maskz_loadu_ps(cm, jb.bias + c0) : _mm512_setzero_ps();
+  for (int r = 0; r < rows; ++r)
+    if (r0 + r < jb.m)
+      _mm512_mask_storeu_ps(jb.y + (r0 + r) * jb.n + c0, cm,
+                            jb.bias ? _mm512_add_ps(acc[r], bias) : acc[r]);
+}
+
+struct TileConfig {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+
+void amx_int_strip(const QJob &jb, const Strip &s, int64_t strip) {
+  const int64_t nb = jb.kp / kBlk;
+  alignas(64) int32_t cbuf[2][16][16];
+  for (int64_t t = 0; t < jb.mpad; t += 16) {
+    __m512 acc[16];
+    for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
+    const int8_t *a = jb.qx + t * jb.kp;
+    // Two C tiles in turn: the tile unit works on block b+1 while the vector unit scales b.
+    _tile_zero(0);
+    _tile_loadd(4, a, jb.kp);
+    _tile_loadd(6, s.b, 64);
+    _tile_dpbssd(0, 4, 6);
+    for (int64_t b = 0; b < nb; ++b) {
+      const int cur = int(b & 1);
+      if (cur == 0) _tile_stored(0, cbuf[0], 64);
+      else _tile_stored(1, cbuf[1], 64);
+      if (b + 1 < nb) {
+        if (cur == 0) {
+          _tile_zero(1);
+          _tile_loadd(5, a + (b + 1) * kBlk, jb.kp);
+          _tile_loadd(7, s.b + (b + 1) * 512, 64);
+          _tile_dpbssd(1, 5, 7);
+        } else {
+          _tile_zero(0);
+          _tile_loadd(4, a + (b + 1) * kBlk, jb.kp);
+          _tile_loadd(6, s.b + (b + 1) * 512, 64);
+          _tile_dpbssd(0, 4, 6);
+        }
+      }
+      const int64_t nbr = nb;
+      for (int r = 0; r < 16; ++r) {
+        const int64_t row = t + r;
+        acc[r] = combine(jb.mode, _mm512_load_si512(cbuf[cur][r]), s, b, jb.dx[row * nbr + b],
+                         jb.qs[row * nbr + b], acc[r]);
+      }
+    }
+    store_rows(jb, strip, t, 16, acc);
+  }
+}
+
+// VNNI: 8 rows at a time; per block, 8 VPDPBUSD per row (one per 4-byte slice of k).
+void vnni_int_strip(const QJob &jb, const Strip &s, int64_t strip) {
+  const int64_t nb = jb.kp / kBlk;
+  constexpr int R = 8;
+  for (int64_t t = 0; t < jb.mpad; t += R) {
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512i w[8];
+      for (int i = 0; i < 8; ++i) w[i] = _mm512_loadu_si512(s.b + b * 512 + i * 64);
+      for (int r = 0; r < R; ++r) {
+        const int64_t row = t + r;
+        const int8_t *a = jb.qx + row * jb.kp + b * kBlk;
+        __m512i raw = _mm512_setzero_si512();
+        for (int i = 0; i < 8; ++i) {
+          int32_t a4;
+          std::memcpy(&a4, a + 4 * i, 4);
+          raw = _mm512_dpbusd_epi32(raw, w[i], _mm512_set1_epi32(a4));
+        }
+        const int32_t qs = jb.qs[row * nb + b];
+        // int8 weights were stored + 128: take 128 * (sum of the block's qx) back off.
+        if (jb.mode == kLinInt8) raw = _mm512_sub_epi32(raw, _mm512_set1_epi32(128 * qs));
+        acc[r] = combine(jb.mode, raw, s, b, jb.dx[row * nb + b], qs, acc[r]);
+      }
+    }
+    store_rows(jb, strip, t, R, acc);
+  }
+}
+
+void int_task(void *ctx, int task) {
+  QJob &jb = *static_cast<QJob *>(ctx);
+  const int64_t s0 = jb.nstrips * task / jb.ntasks, s1 = jb.nstrips * (task + 1) / jb.ntasks;
+  if (s0 >= s1) return;
+  const int64_t nb = jb.kp / kBlk;
+  void *mem = std::aligned_alloc(64, size_t(lin_round_up(nb * 512 + nb * kStrip * 8, 64)));
+  if (!mem) {
+    jb.failed = true;
+    return;
+  }
+  Strip s;
+  s.b = static_cast<int8_t *>(mem);
+  s.scale = reinterpret_cast<float *>(s.b + nb * 512);
+  s.mins = jb.mode == kLinInt4 ? s.scale + nb * kStrip : nullptr;
+  if (jb.amx) {
+    TileConfig cfg;
+    std::memset(&cfg, 0, sizeof(cfg));
+    cfg.palette = 1;
+    for (int t = 0; t < 2; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;          // C: 16 x 16 int32
+    for (int t = 4; t < 6; ++t) cfg.colsb[t] = kBlk, cfg.rows[t] = 16;        // A: 16 rows x 32 k
+    for (int t = 6; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = kBlk / 4;    // B: 8 x (16 x 4)
+    _tile_loadconfig(&cfg);
+  }
+  for (int64_t st = s0; st < s1; ++st) {
+    load_strip(jb.mode, jb.packed, jb.panel_bytes, jb.npanels, st, jb.kp, jb.group,
+               !jb.amx && jb.mode == kLinInt8, s);
+    if (jb.amx) amx_int_strip(jb, s, st);
+    else vnni_int_strip(jb, s, st);
+  }
+  if (jb.amx) _tile_release();
+  std::free(mem);
+}
+
+// ---------------------------------------------------------------- medium on AMX (bf16)
+// Strip of 32 columns; B for each 32-wide k step and each half (16 columns): 16 rows of k pairs,
+// row rr holding (w[c][2rr], w[c][2rr+1]) at 4c.
+struct BJob {
+  int64_t m, mpad, n, kp2, kp, panel_bytes, npanels, nstrips;
+  const uint16_t *xa;  // mpad x kp2 bfloat16
+  const uint8_t *packed;
+  const float *bias;
+  float *y;
+  int ntasks;
+  bool failed;
+};
+
+void load_bf16_strip(const BJob &jb, int64_t strip, uint16_t *dst) {
+  const int64_t steps = jb.kp2 / 32;
+  std::memset(dst, 0, size_t(steps) * 2 * 1024);
+  for (int pp = 0; pp < 8; ++pp) {
+    const int64_t p = strip * 8 + pp;
+    if (p >= jb.npanels) break;
+    const uint16_t *panel = reinterpret_cast<const uint16_t *>(jb.packed + p * jb.panel_bytes);
+    const int half = pp / 4;
+    for (int64_t t16 = 0; t16 < jb.kp / kLinLanes; ++t16) {
+      const uint16_t *src = panel + t16 * kLinNR * kLinLanes;
+      uint16_t *d = dst + ((t16 / 2) * 2 + half) * 512 + (t16 % 2) * 8 * 32;
+      for (int j = 0; j < kLinNR; ++j) {
+        const int c = (pp % 4) * kLinNR + j;
+        for (int rr = 0; rr < 8; ++rr) std::memcpy(d + rr * 32 + c * 2, src + j * kLinLanes + 2 * rr, 4);
+      }
+    }
+  }
+}
+
+void bf16_task(void *ctx, int task) {
+  BJob &jb = *static_cast<BJob *>(ctx);
+  const int64_t s0 = jb.nstrips * task / jb.ntasks, s1 = jb.nstrips * (task + 1) / jb.ntasks;
+  if (s0 >= s1) return;
+  const int64_t steps = jb.kp2 / 32;
+  uint16_t *bw = static_cast<uint16_t *>(std::aligned_alloc(64, size_t(steps) * 2 * 1024));
+  if (!bw) {
+    jb.failed = true;
+    return;
+  }
+  TileConfig cfg;
+  std::memset(&cfg, 0, sizeof(cfg));
+  cfg.palette = 1;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  _tile_loadconfig(&cfg);
+  alignas(64) float cbuf[16][16];
+  for (int64_t st = s0; st < s1; ++st) {
+    load_bf16_strip(jb, st, bw);
+    for (int64_t t = 0; t < jb.mpad; t += 32) {
+      const bool two = t + 16 < jb.mpad;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t s = 0; s < steps; ++s) {
+        _tile_loadd(4, jb.xa + t * jb.kp2 + s * 32, jb.kp2 * 2);
+        _tile_loadd(6, bw + (s * 2) * 512, 64);
+        _tile_loadd(7, bw + (s * 2 + 1) * 512, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        if (two) {
+          _tile_loadd(5, jb.xa + (t + 16) * jb.kp2 + s * 32, jb.kp2 * 2);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+      }
+      for (int q = 0; q < (two ? 4 : 2); ++q) {
+        switch (q) {
+          case 0: _tile_stored(0, cbuf, 64); break;
+          case 1: _tile_stored(1, cbuf, 64); break;
+          case 2: _tile_stored(2, cbuf, 64); break;
+          default: _tile_stored(3, cbuf, 64); break;
+        }
+        const int64_t r0 = t + (q / 2) * 16, c0 = st * 32 + (q % 2) * 16;
+        if (c0 >= jb.n) continue;
+        const int cols = int(jb.n - c0 < 16 ? jb.n - c0 : 16);
+        const __mmask16 cm = cols == 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+        const __m512 bias = jb.bias ? _mm512_maskz_loadu_ps(cm, jb.bias + c0) : _mm512_setzero_ps();
+        for (int r = 0; r < 16 && r0 + r < jb.m; ++r) {
+          __m512 v = _mm512_load_ps(cbuf[r]);
+          if (jb.bias) v = _mm512_add_ps(v, bias);
+          _mm512_mask_storeu_ps(jb.y + (r0 + r) * jb.n + c0, cm, v);
+        }
+      }
+    }
+  }
+  _tile_release();
+  std::free(bw);
+}
+
+int threads_for(const CallCtx &ctx, int64_t strips, int64_t weight_bytes, int64_t m) {
+  int64_t by_work = weight_bytes * (m / 16) / kLinMinBytesPerThread;
+  int t = ctx.threads;
+  if (by_work < t) t = by_work < 1 ? 1 : int(by_work);
+  if (strips < t) t = int(strips < 1 ? 1 : strips);
+  return t;
+}
+
+}  // namespace
+
+PromptKernel linear_prompt_kernel_avx512(int mode, int64_t m) {
+  if (m < kLinPromptRows || mode == kLinF32) return kPromptNone;
+  const CpuInfo &c = cpu_info();
+  const bool amx = amx_allowed();
+  if (mode == kLinBF16) return amx ? kPromptAmxBf16 : kPromptNone;
+  if (amx) return kPromptAmxInt8;
+  return c.avx512_vnni ? kPromptVnniInt8 : kPromptNone;
+}
+
+int linear_prompt_avx512(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k,
+                         const void *packed, int64_t n, int64_t group, const float *bias,
+                         float *y) {
+  const PromptKernel kern = linear_prompt_kernel_avx512(mode, m);
+  if (kern == kPromptNone) return 0;
+  const int64_t kp = lin_padded_k(mode, k, group);
+  const int64_t npanels = (n + kLinNR - 1) / kLinNR;
+  const int64_t panel_bytes = lin_panel_bytes(mode, kp, group);
+  if (kern == kPromptAmxBf16) {
+    BJob jb;
+    jb.m = m;
+    jb.mpad = lin_round_up(m, 16);
+    jb.n = n;
+    jb.kp = kp;
+    jb.kp2 = lin_round_up(kp, 32);
+    jb.panel_bytes = panel_bytes;
+    jb.npanels = npanels;
+    jb.nstrips = (npanels + 7) / 8;
+    jb.packed = static_cast<const uint8_t *>(packed);
+    jb.bias = bias;
+    jb.y = y;
+    jb.failed = false;
+    uint16_t *xa = static_cast<uint16_t *>(std::aligned_alloc(64, size_t(lin_round_up(jb.mpad * jb.kp2 * 2, 64))));
+    if (!xa) return -1;
+    std::memset(xa, 0, size_t(jb.mpad * jb.kp2 * 2));
+    for (int64_t r = 0; r < m; ++r) {  // round to nearest even, as torch's .to(bfloat16)
+      for (int64_t c = 0; c < k; c += 32) {
+        const int64_t v = k - c < 32 ? k - c : 32;
+        const __mmask16 m0 = v >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << v) - 1);
+        const __mmask16 m1 = v >= 32 ? __mmask16(0xFFFF) : v > 16 ? __mmask16((1u << (v - 16)) - 1) : __mmask16(0);
+        __m512 lo = _mm512_maskz_loadu_ps(m0, x + r * k + c), hi = _mm512_maskz_loadu_ps(m1, x + r * k + c + 16);
+        _mm512_storeu_si512(xa + r * jb.kp2 + c, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+      }
+    }
+    jb.xa = xa;
+    jb.ntasks = threads_for(ctx, jb.nstrips, panel_bytes * npanels, m);
+    ctx.used_threads = jb.ntasks;
+    rt::run_parallel(jb.ntasks, bf16_task, &jb);
+    std::free(xa);
+    return jb.failed ? -1 : 1;
+  }
+  QJob jb;
+  jb.mode = mode;
+  jb.amx = kern == kPromptAmxInt8;
+  jb.m = m;
+  jb.mpad = lin_round_up(m, 16);
+  jb.n = n;
+  jb.kp = kp;
+  jb.group = group;
+  jb.panel_bytes = panel_bytes;
+  jb.npanels = npanels;
+  jb.nstrips = (npanels + kPanelsPerStrip - 1) / kPanelsPerStrip;
+  jb.packed = static_cast<const uint8_t *>(packed);
+  jb.bias = bias;
+  jb.y = y;
+  jb.failed = false;
+  const int64_t nb = kp / kBlk;
+  const size_t qbytes = size_t(lin_round_up(jb.mpad * kp, 64));
+  uint8_t *mem = static_cast<uint8_t *>(std::aligned_alloc(64, qbytes + size_t(jb.mpad * nb * 8)));
+  if (!mem) return -1;
+  int8_t *qx = reinterpret_cast<int8_t *>(mem);
+  float *dx = reinterpret_cast<float *>(mem + qbytes);
+  int32_t *qs = reinterpret_cast<int32_t *>(dx + jb.mpad * nb);
+  for (int64_t r = 0; r < m; ++r) quantise_row(x + r * k, k, kp, qx + r * kp, dx + r * nb, qs + r * nb);
+  std::memset(qx + m * kp, 0, size_t((jb.mpad - m) * kp));
+  std::memset(dx + m * nb, 0, sizeof(float) * size_t((jb.mpad - m) * nb));
+  std::memset(qs + m * nb, 0, sizeof(int32_t) * size_t((jb.mpad - m) * nb));
+  jb.qx = qx;
+  jb.dx = dx;
+  jb.qs = qs;
+  jb.ntasks = threads_for(ctx, jb.nstrips, panel_bytes * npanels, m);
+  ctx.used_threads = jb.ntasks;
+  rt::run_parallel(jb.ntasks, int_task, &jb);
+  std::free(mem);
+  return jb.failed ? -1 : 1;
+}
+
+}  // namespace kwker
