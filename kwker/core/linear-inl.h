@@ -273,6 +273,167 @@ void panel_q4(const float *const *xs, const float *const *sums, const uint8_t *p
     for (int j = 0; j < NR; ++j) out[i][j] = reduce(acc[i][j]);
 }
 
+// ---- Prompt rows (m >= kLinPromptRows) in "high" and "medium": one fused multiply-add chain
+// per output over k in order, y = (((w0 x0 + 0) + w1 x1) + ...) + bias, the same on every
+// engine. Vectorised across rows: x is transposed once (xT[k][row], rows padded to 16), each
+// weight is broadcast from its panel, so no horizontal sums are needed and a block of RV x 16
+// rows by NC columns keeps RV * NC accumulators in registers.
+#if defined(__AVX512F__)
+constexpr int kPromptRV = 2, kPromptNC = 8;
+#elif defined(__AVX2__)
+constexpr int kPromptRV = 1, kPromptNC = 4;
+#else
+constexpr int kPromptRV = 1, kPromptNC = 4;
+#endif
+
+inline float widen(float w) { return w; }
+inline float widen(uint16_t w) {
+  uint32_t b = uint32_t(w) << 16;
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+struct PJob {
+  int mode;
+  int64_t m, mpad, n, k, kp, panel_bytes, npanels, ngroups;
+  const float *xt;  // slabs of 16 rows: xt[(row / 16) * k * 16 + c * 16 + row % 16]
+  const uint8_t *packed;
+  const float *bias;
+  float *y;
+  int ntasks;
+};
+
+// Rows [r0, r0 + RV * 16) x columns of panels p0.. over k in [kb, ke): the accumulators start
+// at 0 (kb == 0) or at the partial sums left in y by the previous K chunk (exact floats, so the
+// chain is the same as one pass), and the last chunk adds the bias.
+template <int RV, int NC, class W>
+void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke) {
+  const W *col[NC];
+  for (int c = 0; c < NC; ++c)
+    col[c] = reinterpret_cast<const W *>(jb.packed + (p0 + c / NR) * jb.panel_bytes) + (c % NR) * kLinLanes;
+  V acc[RV][NC];
+  if (kb == 0) {
+    for (int r = 0; r < RV; ++r)
+      for (int c = 0; c < NC; ++c) acc[r][c] = V::zero();
+  } else {  // the partial sums of the previous chunk, read back the way they were written
+    float t[NC][RV * kLinLanes];
+    const int64_t c0 = p0 * NR;
+    const int nc = int(jb.n - c0 < NC ? jb.n - c0 : NC);
+    for (int i = 0; i < RV * kLinLanes; ++i) {
+      const int64_t row = r0 + i;
+      for (int c = 0; c < NC; ++c) t[c][i] = row < jb.m && c < nc ? jb.y[row * jb.n + c0 + c] : 0.0f;
+    }
+    for (int r = 0; r < RV; ++r)
+      for (int c = 0; c < NC; ++c) acc[r][c] = V::load(t[c] + r * kLinLanes);
+  }
+  for (int64_t k0 = kb; k0 < ke; k0 += kLinLanes) {
+    const int64_t step = (k0 / kLinLanes) * NR * kLinLanes;
+    const int lmax = int(ke - k0 < kLinLanes ? ke - k0 : kLinLanes);
+    for (int l = 0; l < lmax; ++l) {
+      const float *xk = jb.xt + r0 * jb.k + (k0 + l) * kLinLanes;
+      V xv[RV];
+      for (int r = 0; r < RV; ++r) xv[r] = V::load(xk + r * kLinLanes * jb.k);
+      for (int c = 0; c < NC; ++c) {
+        const V w = V::set1(widen(col[c][step + l]));
+        for (int r = 0; r < RV; ++r) acc[r][c] = fma(w, xv[r], acc[r][c]);
+      }
+    }
+  }
+  // Out through a small transposed buffer, so each row's NC outputs are written side by side.
+  const bool last = ke == jb.k;
+  float t[NC][RV * kLinLanes];
+  for (int c = 0; c < NC; ++c)
+    for (int r = 0; r < RV; ++r) acc[r][c].store(t[c] + r * kLinLanes);
+  const int64_t c0 = p0 * NR;
+  const int nc = int(jb.n - c0 < NC ? jb.n - c0 : NC);
+  for (int i = 0; i < RV * kLinLanes; ++i) {
+    const int64_t row = r0 + i;
+    if (row >= jb.m) break;
+    float *yr = jb.y + row * jb.n + c0;
+    if (last && jb.bias)
+      for (int c = 0; c < nc; ++c) yr[c] = t[c][i] + jb.bias[c0 + c];
+    else
+      for (int c = 0; c < nc; ++c) yr[c] = t[c][i];
+  }
+}
+
+// K in equal chunks of at most kPromptKC, so a column group's weights (8 columns x 768 floats,
+// 24 KB) stay in L1 while the rows stream by.
+constexpr int64_t kPromptKC = 768;
+
+template <class W>
+void prompt_task_w(const PJob &jb, int task) {
+  const int64_t g0 = jb.ngroups * task / jb.ntasks, g1 = jb.ngroups * (task + 1) / jb.ntasks;
+  constexpr int PG = kPromptNC / NR;  // panels per column group
+  const int64_t chunks = (jb.k + kPromptKC - 1) / kPromptKC;
+  const int64_t kc = lin_round_up((jb.k + chunks - 1) / chunks, kLinLanes);
+  for (int64_t kb = 0; kb < jb.k; kb += kc) {
+    const int64_t ke = kb + kc < jb.k ? kb + kc : jb.k;
+    for (int64_t g = g0; g < g1; ++g) {
+      const int64_t p0 = g * PG;
+      const bool full = p0 + PG <= jb.npanels;
+      int64_t r0 = 0;
+      for (; r0 + kPromptRV * kLinLanes <= jb.mpad; r0 += kPromptRV * kLinLanes) {
+        if (full) prompt_block<kPromptRV, kPromptNC, W>(jb, r0, p0, kb, ke);
+        else prompt_block<kPromptRV, NR, W>(jb, r0, p0, kb, ke);
+      }
+      for (; r0 < jb.mpad; r0 += kLinLanes) {
+        if (full) prompt_block<1, kPromptNC, W>(jb, r0, p0, kb, ke);
+        else prompt_block<1, NR, W>(jb, r0, p0, kb, ke);
+      }
+      if (!full)  // the last group's remaining panels, one at a time
+        for (int64_t p = p0 + 1; p < jb.npanels; ++p)
+          for (int64_t r = 0; r < jb.mpad; r += kLinLanes) prompt_block<1, NR, W>(jb, r, p, kb, ke);
+    }
+  }
+}
+
+void prompt_task(void *ctx, int task) {
+  const PJob &jb = *static_cast<const PJob *>(ctx);
+  if (jb.mode == kLinF32) prompt_task_w<float>(jb, task);
+  else prompt_task_w<uint16_t>(jb, task);
+}
+
+int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, const void *packed,
+               int64_t n, int64_t group, const float *bias, float *y) {
+  PJob jb;
+  jb.mode = mode;
+  jb.m = m;
+  jb.mpad = lin_round_up(m, kLinLanes);
+  jb.n = n;
+  jb.k = k;
+  jb.kp = lin_padded_k(mode, k, group);
+  jb.panel_bytes = lin_panel_bytes(mode, jb.kp, group);
+  jb.npanels = (n + NR - 1) / NR;
+  jb.ngroups = (jb.npanels + kPromptNC / NR - 1) / (kPromptNC / NR);
+  float *xt = static_cast<float *>(std::malloc(sizeof(float) * size_t(k * jb.mpad)));
+  if (!xt) return -1;
+  // Transpose into slabs of 16 rows, so a block streams its x front to back; padded rows are 0.
+  for (int64_t r0 = 0; r0 < jb.mpad; r0 += kLinLanes) {
+    float *slab = xt + r0 * k;
+    for (int64_t c0 = 0; c0 < k; c0 += 16) {
+      const int64_t c1 = c0 + 16 < k ? c0 + 16 : k;
+      for (int64_t r = r0; r < r0 + kLinLanes; ++r)
+        for (int64_t c = c0; c < c1; ++c) slab[c * kLinLanes + (r - r0)] = r < m ? x[r * k + c] : 0.0f;
+    }
+  }
+  jb.xt = xt;
+  jb.packed = static_cast<const uint8_t *>(packed);
+  jb.bias = bias;
+  jb.y = y;
+  int64_t bytes = jb.panel_bytes * jb.npanels * (m / 8);
+  int64_t by_work = bytes / kLinMinBytesPerThread;
+  int t = ctx.threads;
+  if (by_work < t) t = by_work < 1 ? 1 : int(by_work);
+  if (jb.ngroups < t) t = int(jb.ngroups < 1 ? 1 : jb.ngroups);
+  jb.ntasks = t;
+  ctx.used_threads = t;
+  rt::run_parallel(t, prompt_task, &jb);
+  std::free(xt);
+  return 0;
+}
+
 struct Job {
   int mode;
   int64_t m, n, kp, group, panel_bytes, npanels;
@@ -339,6 +500,8 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
     if (rc != 0) return rc < 0 ? -1 : 0;
   }
 #endif
+  if ((mode == kLinF32 || mode == kLinBF16) && m >= kLinPromptRows)
+    return prompt_run(ctx, mode, x, m, k, packed, n, group, bias, y);
   const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t ng = mode == kLinInt4 ? kp / group : 0;
   float *xpad = static_cast<float *>(std::malloc(sizeof(float) * size_t(m * kp + m * ng * kLinLanes + 1)));

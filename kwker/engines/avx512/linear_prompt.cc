@@ -92,7 +92,37 @@ void quantise_row(const float *x, int64_t k, int64_t kp, int8_t *q, float *dx, i
   }
 }
 
-// ---------------------------------------------------------------- weight strips (int8 / int4)
+// ---------------------------------------------------------------- weight strips
+// Four panels' [4 columns x 8 dwords] (128 bytes each, column-major: a column's 8 dwords in a
+// row) become the tile unit's B layout for 16 columns: 8 rows of 16 dwords (row r holds dword r
+// of every column). Two steps: each panel to [rows 0-3 | rows 4-7] x 4 columns (a two-source
+// permute), then a 4 x 4 transpose of 128-bit chunks across the four panels.
+inline void transpose_16x8(const uint8_t *const src[4], uint8_t *dst, uint32_t xor_mask) {
+  alignas(64) static const int32_t kLo[16] = {0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27};
+  alignas(64) static const int32_t kHi[16] = {4, 12, 20, 28, 5, 13, 21, 29, 6, 14, 22, 30, 7, 15, 23, 31};
+  const __m512i lo_idx = _mm512_load_si512(kLo), hi_idx = _mm512_load_si512(kHi);
+  __m512i lo[4], hi[4];
+  for (int a = 0; a < 4; ++a) {
+    __m512i z0 = _mm512_loadu_si512(src[a]), z1 = _mm512_loadu_si512(src[a] + 64);
+    lo[a] = _mm512_permutex2var_epi32(z0, lo_idx, z1);  // lane r*4 + j: column j, dword r < 4
+    hi[a] = _mm512_permutex2var_epi32(z0, hi_idx, z1);  // dwords 4..7
+  }
+  const __m512i x = _mm512_set1_epi32(int32_t(xor_mask));
+  for (int h = 0; h < 2; ++h) {
+    const __m512i *p = h ? hi : lo;
+    __m512i t0 = _mm512_shuffle_i32x4(p[0], p[1], 0x44), t1 = _mm512_shuffle_i32x4(p[0], p[1], 0xEE);
+    __m512i t2 = _mm512_shuffle_i32x4(p[2], p[3], 0x44), t3 = _mm512_shuffle_i32x4(p[2], p[3], 0xEE);
+    uint8_t *d = dst + h * 4 * 64;
+    _mm512_storeu_si512(d, _mm512_xor_si512(_mm512_shuffle_i32x4(t0, t2, 0x88), x));
+    _mm512_storeu_si512(d + 64, _mm512_xor_si512(_mm512_shuffle_i32x4(t0, t2, 0xDD), x));
+    _mm512_storeu_si512(d + 128, _mm512_xor_si512(_mm512_shuffle_i32x4(t1, t3, 0x88), x));
+    _mm512_storeu_si512(d + 192, _mm512_xor_si512(_mm512_shuffle_i32x4(t1, t3, 0xDD), x));
+  }
+}
+
+alignas(64) const uint8_t kZeroPanel[128] = {0};
+
+// int8 / int4 strips.
 // One strip = 16 output columns (4 panels). For block b its 16 x 32 values are laid out as the
 // tile unit's B operand: row r (0..7) holds, for column c, the 4 bytes k = 4r..4r+3 at 4c. The
 // VNNI kernel reads the same rows (VPDPBUSD wants unsigned weights: int8 ones are stored + 128).
@@ -105,57 +135,41 @@ struct Strip {
 void load_strip(int mode, const uint8_t *packed, int64_t panel_bytes, int64_t npanels,
                 int64_t strip, int64_t kp, int64_t group, bool plus128, Strip &s) {
   const int64_t nb = kp / kBlk;
-  std::memset(s.b, 0, size_t(nb * 512));
-  std::memset(s.scale, 0, sizeof(float) * size_t(nb * kStrip));
-  if (s.mins) std::memset(s.mins, 0, sizeof(float) * size_t(nb * kStrip));
-  for (int pp = 0; pp < kPanelsPerStrip; ++pp) {
-    const int64_t p = strip * kPanelsPerStrip + pp;
-    if (p >= npanels) break;
-    const uint8_t *panel = packed + p * panel_bytes;
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t *vals[kLinNR];
-      alignas(16) uint8_t unpacked[kLinNR][kBlk];
+  alignas(64) uint8_t unpacked[kPanelsPerStrip][kLinNR * kBlk];
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t *src[kPanelsPerStrip];
+    for (int pp = 0; pp < kPanelsPerStrip; ++pp) {
+      const int64_t p = strip * kPanelsPerStrip + pp;
+      float *sc = s.scale + b * kStrip + pp * kLinNR;
+      if (p >= npanels) {
+        src[pp] = kZeroPanel;
+        std::memset(sc, 0, sizeof(float) * kLinNR);
+        if (s.mins) std::memset(s.mins + b * kStrip + pp * kLinNR, 0, sizeof(float) * kLinNR);
+        continue;
+      }
+      const uint8_t *panel = packed + p * panel_bytes;
       if (mode == kLinInt8) {
         const uint8_t *blk = panel + b * kLinQ8PanelBlockBytes;
-        for (int j = 0; j < kLinNR; ++j) {
-          std::memcpy(&s.scale[b * kStrip + pp * kLinNR + j], blk + j * 4, 4);
-          vals[j] = blk + kLinNR * 4 + j * kBlk;
-        }
+        std::memcpy(sc, blk, sizeof(float) * kLinNR);
+        src[pp] = blk + kLinNR * 4;  // 4 columns x 32 int8, column after column
       } else {
         const int64_t g = b * kBlk / group, in = b * kBlk % group;
         const uint8_t *gp = panel + g * (kLinNR * 8 + kLinNR * group / 2);
-        for (int j = 0; j < kLinNR; ++j) {
-          std::memcpy(&s.scale[b * kStrip + pp * kLinNR + j], gp + j * 4, 4);
-          std::memcpy(&s.mins[b * kStrip + pp * kLinNR + j], gp + kLinNR * 4 + j * 4, 4);
+        std::memcpy(sc, gp, sizeof(float) * kLinNR);
+        std::memcpy(s.mins + b * kStrip + pp * kLinNR, gp + kLinNR * 4, sizeof(float) * kLinNR);
+        const __m128i low = _mm_set1_epi8(15);
+        for (int j = 0; j < kLinNR; ++j) {  // 16 bytes: elements 0-15 low nibbles, 16-31 high
           __m128i by = _mm_loadu_si128(reinterpret_cast<const __m128i *>(
               gp + kLinNR * 8 + j * (group / 2) + in / 2));
-          const __m128i low = _mm_set1_epi8(15);
-          _mm_store_si128(reinterpret_cast<__m128i *>(unpacked[j]), _mm_and_si128(by, low));
-          _mm_store_si128(reinterpret_cast<__m128i *>(unpacked[j] + 16),
+          _mm_store_si128(reinterpret_cast<__m128i *>(unpacked[pp] + j * kBlk), _mm_and_si128(by, low));
+          _mm_store_si128(reinterpret_cast<__m128i *>(unpacked[pp] + j * kBlk + 16),
                           _mm_and_si128(_mm_srli_epi16(by, 4), low));
-          vals[j] = unpacked[j];
         }
-      }
-      int8_t *dst = s.b + b * 512;
-      for (int j = 0; j < kLinNR; ++j) {
-        const int c = pp * kLinNR + j;
-        for (int r = 0; r < 8; ++r) {
-          uint32_t w;
-          std::memcpy(&w, vals[j] + 4 * r, 4);
-          if (plus128) w ^= 0x80808080u;
-          std::memcpy(dst + r * 64 + c * 4, &w, 4);
-        }
+        src[pp] = unpacked[pp];
       }
     }
-  }
-  if (plus128) {  // padded columns hold weight 0, i.e. 128 once shifted
-    for (int64_t p = npanels; p < (strip + 1) * kPanelsPerStrip; ++p)
-      for (int64_t b = 0; b < nb; ++b)
-        for (int r = 0; r < 8; ++r)
-          for (int j = 0; j < kLinNR; ++j) {
-            const int c = int(p - strip * kPanelsPerStrip) * kLinNR + j;
-            std::memset(s.b + b * 512 + r * 64 + c * 4, 0x80, 4);
-          }
+    // Padded columns hold weight 0 (128 once shifted for VNNI), as the packer's zero columns.
+    transpose_16x8(src, reinterpret_cast<uint8_t *>(s.b + b * 512), plus128 ? 0x80808080u : 0u);
   }
 }
 
@@ -204,43 +218,82 @@ struct TileConfig {
   uint8_t rows[16];
 };
 
+// Tile numbers are immediates: these switches pick the instruction for a run-time number.
+// Tiles 0-3: C of up to four row tiles; 4-5: A, in turn; 6-7: B of even and odd blocks.
+inline void tile_zero_c(int i) {
+  switch (i) {
+    case 0: _tile_zero(0); break;
+    case 1: _tile_zero(1); break;
+    case 2: _tile_zero(2); break;
+    default: _tile_zero(3); break;
+  }
+}
+inline void tile_store_c(int i, void *p) {
+  switch (i) {
+    case 0: _tile_stored(0, p, 64); break;
+    case 1: _tile_stored(1, p, 64); break;
+    case 2: _tile_stored(2, p, 64); break;
+    default: _tile_stored(3, p, 64); break;
+  }
+}
+// _tile_* take literal tile numbers (the assembler sees them), hence a macro per (A, B) pair.
+#define KWKER_LOAD_DP(A, B, i, a, stride)   \
+  do {                                      \
+    _tile_loadd(A, a, stride);              \
+    switch (i) {                            \
+      case 0: _tile_dpbssd(0, A, B); break; \
+      case 1: _tile_dpbssd(1, A, B); break; \
+      case 2: _tile_dpbssd(2, A, B); break; \
+      default: _tile_dpbssd(3, A, B); break; \
+    }                                       \
+  } while (0)
+
+// Up to four row tiles (64 rows) at once share each block's B tile. Software pipeline: in step
+// b the tile unit computes block b while the vector unit scales block b - 1 (stored at the end
+// of step b - 1), so neither waits for the other's latency.
 void amx_int_strip(const QJob &jb, const Strip &s, int64_t strip) {
   const int64_t nb = jb.kp / kBlk;
-  alignas(64) int32_t cbuf[2][16][16];
-  for (int64_t t = 0; t < jb.mpad; t += 16) {
-    __m512 acc[16];
-    for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
-    const int8_t *a = jb.qx + t * jb.kp;
-    // Two C tiles in turn: the tile unit works on block b+1 while the vector unit scales b.
-    _tile_zero(0);
-    _tile_loadd(4, a, jb.kp);
-    _tile_loadd(6, s.b, 64);
-    _tile_dpbssd(0, 4, 6);
-    for (int64_t b = 0; b < nb; ++b) {
-      const int cur = int(b & 1);
-      if (cur == 0) _tile_stored(0, cbuf[0], 64);
-      else _tile_stored(1, cbuf[1], 64);
-      if (b + 1 < nb) {
-        if (cur == 0) {
-          _tile_zero(1);
-          _tile_loadd(5, a + (b + 1) * kBlk, jb.kp);
-          _tile_loadd(7, s.b + (b + 1) * 512, 64);
-          _tile_dpbssd(1, 5, 7);
-        } else {
-          _tile_zero(0);
-          _tile_loadd(4, a + (b + 1) * kBlk, jb.kp);
-          _tile_loadd(6, s.b + (b + 1) * 512, 64);
-          _tile_dpbssd(0, 4, 6);
+  alignas(64) int32_t cbuf[2][4][16][16];
+  alignas(64) float accb[64][16];
+  for (int64_t t = 0; t < jb.mpad; t += 64) {
+    const int nt = int((jb.mpad - t) / 16 < 4 ? (jb.mpad - t) / 16 : 4);
+    for (int r = 0; r < nt * 16; ++r) _mm512_store_ps(accb[r], _mm512_setzero_ps());
+    for (int64_t b = 0; b <= nb; ++b) {
+      if (b < nb) {
+        const bool odd = b & 1;
+        if (odd) _tile_loadd(7, s.b + b * 512, 64);
+        else _tile_loadd(6, s.b + b * 512, 64);
+        for (int i = 0; i < nt; ++i) {
+          tile_zero_c(i);
+          const int8_t *a = jb.qx + (t + 16 * i) * jb.kp + b * kBlk;
+          if (odd) {
+            if (i & 1) KWKER_LOAD_DP(5, 7, i, a, jb.kp);
+            else KWKER_LOAD_DP(4, 7, i, a, jb.kp);
+          } else {
+            if (i & 1) KWKER_LOAD_DP(5, 6, i, a, jb.kp);
+            else KWKER_LOAD_DP(4, 6, i, a, jb.kp);
+          }
         }
       }
-      const int64_t nbr = nb;
-      for (int r = 0; r < 16; ++r) {
-        const int64_t row = t + r;
-        acc[r] = combine(jb.mode, _mm512_load_si512(cbuf[cur][r]), s, b, jb.dx[row * nbr + b],
-                         jb.qs[row * nbr + b], acc[r]);
+      if (b >= 1) {
+        const int64_t pb = b - 1;
+        for (int i = 0; i < nt; ++i)
+          for (int r = 0; r < 16; ++r) {
+            const int64_t row = t + 16 * i + r;
+            _mm512_store_ps(accb[16 * i + r],
+                            combine(jb.mode, _mm512_load_si512(cbuf[pb & 1][i][r]), s, pb,
+                                    jb.dx[row * nb + pb], jb.qs[row * nb + pb],
+                                    _mm512_load_ps(accb[16 * i + r])));
+          }
       }
+      if (b < nb)
+        for (int i = 0; i < nt; ++i) tile_store_c(i, cbuf[b & 1][i]);
     }
-    store_rows(jb, strip, t, 16, acc);
+    for (int i = 0; i < nt; ++i) {
+      __m512 acc[16];
+      for (int r = 0; r < 16; ++r) acc[r] = _mm512_load_ps(accb[16 * i + r]);
+      store_rows(jb, strip, t + 16 * i, 16, acc);
+    }
   }
 }
 
@@ -291,7 +344,7 @@ void int_task(void *ctx, int task) {
     TileConfig cfg;
     std::memset(&cfg, 0, sizeof(cfg));
     cfg.palette = 1;
-    for (int t = 0; t < 2; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;          // C: 16 x 16 int32
+    for (int t = 0; t < 4; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;          // C: 16 x 16 int32
     for (int t = 4; t < 6; ++t) cfg.colsb[t] = kBlk, cfg.rows[t] = 16;        // A: 16 rows x 32 k
     for (int t = 6; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = kBlk / 4;    // B: 8 x (16 x 4)
     _tile_loadconfig(&cfg);
@@ -320,20 +373,20 @@ struct BJob {
 };
 
 void load_bf16_strip(const BJob &jb, int64_t strip, uint16_t *dst) {
-  const int64_t steps = jb.kp2 / 32;
-  std::memset(dst, 0, size_t(steps) * 2 * 1024);
-  for (int pp = 0; pp < 8; ++pp) {
-    const int64_t p = strip * 8 + pp;
-    if (p >= jb.npanels) break;
-    const uint16_t *panel = reinterpret_cast<const uint16_t *>(jb.packed + p * jb.panel_bytes);
-    const int half = pp / 4;
-    for (int64_t t16 = 0; t16 < jb.kp / kLinLanes; ++t16) {
-      const uint16_t *src = panel + t16 * kLinNR * kLinLanes;
-      uint16_t *d = dst + ((t16 / 2) * 2 + half) * 512 + (t16 % 2) * 8 * 32;
-      for (int j = 0; j < kLinNR; ++j) {
-        const int c = (pp % 4) * kLinNR + j;
-        for (int rr = 0; rr < 8; ++rr) std::memcpy(d + rr * 32 + c * 2, src + j * kLinLanes + 2 * rr, 4);
-      }
+  const int64_t steps16 = jb.kp / kLinLanes;
+  if (jb.kp2 != jb.kp) std::memset(dst + (jb.kp2 / 32 - 1) * 1024, 0, 2048);  // the odd last step
+  for (int half = 0; half < 2; ++half) {
+    const uint8_t *panel[kPanelsPerStrip];
+    for (int pp = 0; pp < kPanelsPerStrip; ++pp) {
+      const int64_t p = strip * 8 + half * 4 + pp;
+      panel[pp] = p < jb.npanels ? jb.packed + p * jb.panel_bytes : nullptr;
+    }
+    for (int64_t t16 = 0; t16 < steps16; ++t16) {
+      const uint8_t *src[kPanelsPerStrip];
+      for (int pp = 0; pp < kPanelsPerStrip; ++pp)  // 4 columns x 16 bf16 = 8 pairs each
+        src[pp] = panel[pp] ? panel[pp] + t16 * kLinNR * kLinLanes * 2 : kZeroPanel;
+      transpose_16x8(src, reinterpret_cast<uint8_t *>(dst + ((t16 / 2) * 2 + half) * 512 +
+                                                      (t16 % 2) * 8 * 32), 0u);
     }
   }
 }

@@ -333,14 +333,16 @@ void run_linear_tests() {
   test_case(KWKER_LINEAR_INT4, 1536, 576, 9, 32, true, 2);
   // Prompt rows (16 and up): the AMX / VNNI kernels where this CPU has them, with partial row
   // tiles, partial column strips, K not a multiple of 32, int4 groups of 64 and 128.
-  for (int mode = 1; mode < 4; ++mode) {
-    const int64_t shapes[][3] = {{1, 37, 16}, {35, 100, 17}, {64, 576, 40}, {21, 33, 33}};
+  for (int mode = 0; mode < 4; ++mode) {
+    const int64_t shapes[][3] = {{1, 37, 16}, {35, 100, 17}, {64, 576, 40}, {21, 33, 33},
+                                 {13, 1600, 48}};  // K in two chunks
     for (auto &s : shapes)
       for (int threads : {1, 2}) test_case(mode, s[0], s[1], s[2], 32, s[0] % 2 == 1, threads);
   }
   test_case(KWKER_LINEAR_INT4, 40, 256, 20, 64, true, 2);
   test_case(KWKER_LINEAR_INT4, 24, 384, 64, 128, false, 2);
   test_case(KWKER_LINEAR_MEDIUM, 700, 1024, 64, 32, true, 2);
+  test_case(KWKER_LINEAR_HIGH, 700, 1024, 70, 32, true, 2);
   test_case(KWKER_LINEAR_INT8, 700, 1024, 64, 32, true, 2);
   std::printf("linear kernels: tested\n");
 }
