@@ -395,6 +395,36 @@ void prompt_task(void *ctx, int task) {
   else prompt_task_w<uint16_t>(jb, task);
 }
 
+#if defined(__AVX512F__)
+// 16 x 16 floats: src rows of stride ld -> dst[c * 16 + r] (16 contiguous vectors).
+inline void transpose16(const float *src, int64_t ld, float *dst) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * ld);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    for (int j = 0; j < 2; ++j) {
+      r[i + j] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + j]), _mm512_castps_pd(t[i + j + 2])));
+      r[i + j + 2] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + j]), _mm512_castps_pd(t[i + j + 2])));
+    }
+  }
+  for (int i = 0; i < 8; ++i) {
+    const int a = (i / 4) * 8 + i % 4;  // rows a (of 0-3 / 8-11) and a + 4
+    t[a] = _mm512_shuffle_f32x4(r[a], r[a + 4], 0x88);
+    t[a + 4] = _mm512_shuffle_f32x4(r[a], r[a + 4], 0xDD);
+  }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+  }
+  // r[i] now holds rows 0..15 of column kCol[i] (the unpacks leave columns 1 and 2 swapped).
+  static const int kCol[16] = {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15};
+  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + kCol[i] * 16, r[i]);
+}
+#endif
+
 int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, const void *packed,
                int64_t n, int64_t group, const float *bias, float *y) {
   PJob jb;
@@ -412,7 +442,12 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   // Transpose into slabs of 16 rows, so a block streams its x front to back; padded rows are 0.
   for (int64_t r0 = 0; r0 < jb.mpad; r0 += kLinLanes) {
     float *slab = xt + r0 * k;
-    for (int64_t c0 = 0; c0 < k; c0 += 16) {
+    int64_t c0 = 0;
+#if defined(__AVX512F__)
+    if (r0 + kLinLanes <= m)
+      for (; c0 + 16 <= k; c0 += 16) transpose16(x + r0 * k + c0, k, slab + c0 * kLinLanes);
+#endif
+    for (; c0 < k; c0 += 16) {
       const int64_t c1 = c0 + 16 < k ? c0 + 16 : k;
       for (int64_t r = r0; r < r0 + kLinLanes; ++r)
         for (int64_t c = c0; c < c1; ++c) slab[c * kLinLanes + (r - r0)] = r < m ? x[r * k + c] : 0.0f;

@@ -64,9 +64,12 @@ def decode_tps(model, ids, torch):
 
 
 def prompt_s(model, ids, torch):
+    """Seconds for generate()'s prefill of `ids`: the KV cache of every position and the logits
+    of the last one (transformers' generate() passes logits_to_keep=1; the bench-llm section
+    measures llama.cpp the same way)."""
     with torch.no_grad():
         t = time.perf_counter()
-        model(ids, use_cache=False)
+        model(ids, use_cache=True, logits_to_keep=1)
         return time.perf_counter() - t
 
 

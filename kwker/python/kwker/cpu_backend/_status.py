@@ -96,6 +96,13 @@ def linear_kernels():
     return out
 
 
+def _amx_with_backend(amx, available, why):
+    """AMX is off for the backend when the backend itself is off (mismatched torch extensions)."""
+    if amx.get("on") and not available:
+        amx = dict(amx, on=False, reason=f"the CPU backend is off: {why}")
+    return amx
+
+
 def _decoder_packages():
     """Whether decoder packages can be compiled here, and what the fused decode step did in
     this process (kwker.cpu_backend._package: no torch, so the doctor can ask)."""
@@ -127,7 +134,7 @@ def status():
         "engine": info.get("engines", {}).get("selected"),
         "vnni": bool(feats.get("avx512_vnni") or feats.get("avx_vnni")),
         "bf16": bool(feats.get("avx512_bf16")),
-        "amx": amx_status(feats),
+        "amx": _amx_with_backend(amx_status(feats), available, why),
         "linear_kernels": linear_kernels(),
         "decoder_packages": _decoder_packages(),
         **_state,
