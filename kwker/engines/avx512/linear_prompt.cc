@@ -36,7 +36,8 @@ int amx_permission() {  // 1 granted, 0 refused; asked once per process (Linux 5
   static std::once_flag once;
   std::call_once(once, [] {
     const CpuInfo &c = cpu_info();
-    if (!(c.amx_int8 && c.amx_bf16)) {
+    // The bf16 kernel also rounds x with AVX512_BF16 (every AMX CPU so far has it).
+    if (!(c.amx_int8 && c.amx_bf16 && c.avx512_bf16)) {
       granted = 0;
       return;
     }
