@@ -535,6 +535,13 @@ void for_segments(CallCtx &ctx, const Segments &segs, Body body) {
   bool par = on(ctx, KWKER_ALGO_PARALLEL) && T > 1 && size_t(total) >= kParallelMin &&
              segs.count > 1;
   if (!par) {
+    // One segment (torch.sort of a 1-D tensor, a single row) gets the call's threads: its own
+    // algorithm decides from its size whether a second thread pays.
+    if (segs.count == 1) {
+      body(ctx, 0);
+      if (ctx.used_threads < 1) ctx.used_threads = 1;
+      return;
+    }
     CallCtx one{1, ctx.algos, 1};
     for (int64_t i = 0; i < segs.count; ++i) body(one, i);
     if (ctx.used_threads < 1) ctx.used_threads = 1;

@@ -113,3 +113,20 @@ def test_errors_stay_with_the_thread_that_caused_them():
                     reason="needs a free-threaded interpreter (3.13t); this one has a GIL")
 def test_the_extension_keeps_the_gil_off():
     assert not sys._is_gil_enabled()
+
+
+@pytest.mark.skipif(kwker.get_max_threads() < 2, reason="this process may use one CPU only")
+@pytest.mark.parametrize("indices", [False, True])
+def test_one_large_segment_gets_the_calls_threads(indices):
+    """A single segment (what torch.sort of a 1-D tensor sends) is sorted with the call's
+    threads, not one: it ran on one thread, 1.85x slower at 1e7 float32 on two cores."""
+    a = np.random.default_rng(3).random(2_000_000).astype(np.float32)
+    offsets = np.array([0, a.size], dtype=np.int64)
+    kwker.reset_counters()
+    out = kwker.sort_segments(a, offsets, return_indices=indices, threads=2)
+    used = max(c["max_threads"] for c in kwker.runtime_info()["counters"].values())
+    assert used == 2
+    vals = out[0] if indices else out
+    assert np.array_equal(vals, np.sort(a))
+    if indices:
+        assert np.array_equal(out[1], np.argsort(a, kind="stable"))
