@@ -275,13 +275,12 @@ void panel_q4(const float *const *xs, const float *const *sums, const uint8_t *p
 
 // ---- Prompt rows (m >= kLinPromptRows) in "high" and "medium": one fused multiply-add chain
 // per output over k in order, y = (((w0 x0 + 0) + w1 x1) + ...) + bias, the same on every
-// engine. Vectorised across rows: x is transposed once (xT[k][row], rows padded to 16), each
+// engine. Vectorised across rows: x is transposed once into slabs of 16 rows (PJob::xt), each
 // weight is broadcast from its panel, so no horizontal sums are needed and a block of RV x 16
-// rows by NC columns keeps RV * NC accumulators in registers.
+// rows by NC columns keeps RV * NC accumulators in registers (the block shape changes only the
+// speed: 32 zmm registers hold 2 x 8, AVX2's 16 ymm registers 1 x 4 of 16-lane vectors).
 #if defined(__AVX512F__)
 constexpr int kPromptRV = 2, kPromptNC = 8;
-#elif defined(__AVX2__)
-constexpr int kPromptRV = 1, kPromptNC = 4;
 #else
 constexpr int kPromptRV = 1, kPromptNC = 4;
 #endif
