@@ -456,14 +456,9 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.packed = static_cast<const uint8_t *>(packed);
   jb.bias = bias;
   jb.y = y;
-  int64_t bytes = jb.panel_bytes * jb.npanels * (m / 8);
-  int64_t by_work = bytes / kLinMinBytesPerThread;
-  int t = ctx.threads;
-  if (by_work < t) t = by_work < 1 ? 1 : int(by_work);
-  if (jb.ngroups < t) t = int(jb.ngroups < 1 ? 1 : jb.ngroups);
-  jb.ntasks = t;
-  ctx.used_threads = t;
-  rt::run_parallel(t, prompt_task, &jb);
+  jb.ntasks = lin_threads(ctx.threads, jb.panel_bytes * jb.npanels * (m / 8), jb.ngroups);
+  ctx.used_threads = jb.ntasks;
+  rt::run_parallel(jb.ntasks, prompt_task, &jb);
   std::free(xt);
   return 0;
 }
@@ -566,15 +561,10 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.packed = static_cast<const uint8_t *>(packed);
   jb.bias = bias;
   jb.y = y;
-  // A second thread pays once each covers enough weight bytes (and rows) to hide the hand-off.
-  int64_t bytes = jb.panel_bytes * jb.npanels * (m < 8 ? 1 : m / 8);
-  int64_t by_work = bytes / kLinMinBytesPerThread;
-  int t = ctx.threads;
-  if (by_work < t) t = by_work < 1 ? 1 : int(by_work);
-  if (jb.npanels < t) t = int(jb.npanels < 1 ? 1 : jb.npanels);
-  jb.ntasks = t;
-  ctx.used_threads = t;
-  rt::run_parallel(t, run_task, &jb);
+  jb.ntasks = lin_threads(ctx.threads, jb.panel_bytes * jb.npanels * (m < 8 ? 1 : m / 8),
+                          jb.npanels);
+  ctx.used_threads = jb.ntasks;
+  rt::run_parallel(jb.ntasks, run_task, &jb);
   std::free(xpad);
   return 0;
 }

@@ -28,6 +28,17 @@ constexpr int64_t kLinMinBytesPerThread = 96 * 1024;
 
 inline int64_t lin_round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+// Threads for a linear call: a second thread pays once each covers kLinMinBytesPerThread of
+// work_bytes (weight bytes scaled by the row count) and there are enough units (panels,
+// column groups, strips) to split; at least 1, at most the call's budget.
+inline int lin_threads(int budget, int64_t work_bytes, int64_t units) {
+  int t = budget;
+  const int64_t by_work = work_bytes / kLinMinBytesPerThread;
+  if (by_work < t) t = by_work < 1 ? 1 : int(by_work);
+  if (units < t) t = int(units < 1 ? 1 : units);
+  return t;
+}
+
 inline int64_t lin_padded_k(int mode, int64_t k, int64_t group) {
   if (mode == kLinF32 || mode == kLinBF16) return lin_round_up(k, kLinLanes);
   if (mode == kLinInt8) return lin_round_up(k, kLinQ8Block);

@@ -56,6 +56,17 @@ bool amx_allowed() {
 }
 
 // ---------------------------------------------------------------- activations
+// The 32 floats at p of which the first `valid` exist (valid may be <= 0 or > 32); the others
+// read as 0 and nothing past them is touched.
+inline void load32(const float *p, int64_t valid, __m512 &lo, __m512 &hi) {
+  const int64_t v = valid < 0 ? 0 : (valid > 32 ? 32 : valid);
+  const __mmask16 m0 = v >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << v) - 1);
+  const __mmask16 m1 = v >= 32 ? __mmask16(0xFFFF) : v > 16 ? __mmask16((1u << (v - 16)) - 1)
+                                                            : __mmask16(0);
+  lo = _mm512_maskz_loadu_ps(m0, p);
+  hi = _mm512_maskz_loadu_ps(m1, p + 16);
+}
+
 // Q8_0-style quantisation of one row (kp a multiple of 32; x has k valid columns, the rest 0).
 // amax is found on the bit patterns (an integer max, so NaN and inf are seen in any order): a
 // block with a non-finite value gets dx = NaN, so the outputs it feeds are NaN as in float
@@ -63,11 +74,8 @@ bool amx_allowed() {
 void quantise_row(const float *x, int64_t k, int64_t kp, int8_t *q, float *dx, int32_t *qs) {
   for (int64_t b = 0; b < kp / kBlk; ++b) {
     const int64_t c0 = b * kBlk;
-    const int64_t valid = k - c0 >= kBlk ? kBlk : (k > c0 ? k - c0 : 0);
-    const __mmask16 m0 = valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1);
-    const __mmask16 m1 = valid >= 32 ? __mmask16(0xFFFF)
-                         : valid > 16 ? __mmask16((1u << (valid - 16)) - 1) : __mmask16(0);
-    __m512 v0 = _mm512_maskz_loadu_ps(m0, x + c0), v1 = _mm512_maskz_loadu_ps(m1, x + c0 + 16);
+    __m512 v0, v1;
+    load32(x + c0, k - c0, v0, v1);
     const __m512i absm = _mm512_set1_epi32(0x7FFFFFFF);
     __m512i a = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v0), absm),
                                  _mm512_and_si512(_mm512_castps_si512(v1), absm));
@@ -468,14 +476,6 @@ void quantise_task(void *ctx, int task) {
     quantise_row(q.x + r * q.k, q.k, q.kp, q.qx + r * q.kp, q.dx + r * q.nb, q.qs + r * q.nb);
 }
 
-int threads_for(const CallCtx &ctx, int64_t strips, int64_t weight_bytes, int64_t m) {
-  int64_t by_work = weight_bytes * (m / 16) / kLinMinBytesPerThread;
-  int t = ctx.threads;
-  if (by_work < t) t = by_work < 1 ? 1 : int(by_work);
-  if (strips < t) t = int(strips < 1 ? 1 : strips);
-  return t;
-}
-
 }  // namespace
 
 PromptKernel linear_prompt_kernel_avx512(int mode, int64_t m) {
@@ -514,15 +514,13 @@ int linear_prompt_avx512(CallCtx &ctx, int mode, const float *x, int64_t m, int6
     std::memset(xa, 0, size_t(jb.mpad * jb.kp2 * 2));
     for (int64_t r = 0; r < m; ++r) {  // round to nearest even, as torch's .to(bfloat16)
       for (int64_t c = 0; c < k; c += 32) {
-        const int64_t v = k - c < 32 ? k - c : 32;
-        const __mmask16 m0 = v >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << v) - 1);
-        const __mmask16 m1 = v >= 32 ? __mmask16(0xFFFF) : v > 16 ? __mmask16((1u << (v - 16)) - 1) : __mmask16(0);
-        __m512 lo = _mm512_maskz_loadu_ps(m0, x + r * k + c), hi = _mm512_maskz_loadu_ps(m1, x + r * k + c + 16);
+        __m512 lo, hi;
+        load32(x + r * k + c, k - c, lo, hi);
         _mm512_storeu_si512(xa + r * jb.kp2 + c, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
       }
     }
     jb.xa = xa;
-    jb.ntasks = threads_for(ctx, jb.nstrips, panel_bytes * npanels, m);
+    jb.ntasks = lin_threads(ctx.threads, panel_bytes * npanels * (m / 16), jb.nstrips);
     ctx.used_threads = jb.ntasks;
     rt::run_parallel(jb.ntasks, bf16_task, &jb);
     std::free(xa);
@@ -561,7 +559,7 @@ int linear_prompt_avx512(CallCtx &ctx, int mode, const float *x, int64_t m, int6
   jb.qx = qx;
   jb.dx = dx;
   jb.qs = qs;
-  jb.ntasks = threads_for(ctx, jb.nstrips, panel_bytes * npanels, m);
+  jb.ntasks = lin_threads(ctx.threads, panel_bytes * npanels * (m / 16), jb.nstrips);
   ctx.used_threads = jb.ntasks;
   rt::run_parallel(jb.ntasks, int_task, &jb);
   std::free(mem);
