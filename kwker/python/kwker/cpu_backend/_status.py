@@ -48,7 +48,7 @@ def _amx_permission():
                    "than 5.16, or a sandbox blocking it)")
 
 
-def amx_status(cpu_features):
+def amx_status(cpu_features, kernels=None):
     """{"cpu", "on", "permission", "reason"} for the doctor's amx-off rule."""
     has = bool(cpu_features.get("amx"))
     out = {"cpu": has, "on": False, "kernels_built": False, "permission": None, "reason": None}
@@ -66,7 +66,7 @@ def amx_status(cpu_features):
     granted, why = _amx_permission()
     out["permission"] = why
     out["kernels_built"] = True
-    kernels = linear_kernels()
+    kernels = linear_kernels() if kernels is None else kernels
     out["on"] = granted and any(k.startswith("amx") for k in kernels.get("prompt", {}).values())
     if not granted:
         out["reason"] = why
@@ -76,7 +76,9 @@ def amx_status(cpu_features):
     return out
 
 
-PROMPT_ROWS = 16  # core/linear_prompt.h kLinPromptRows
+# A prompt's row count for the query: far above the library's own threshold (kLinPromptRows,
+# 16), which the library alone decides.
+PROMPT_ROWS = 1 << 16
 
 
 def linear_kernels():
@@ -126,6 +128,7 @@ def status():
     except Exception:  # the doctor must never fail on a status query
         pass
     feats = info.get("cpu", {}).get("features", {})
+    kernels = linear_kernels()
     return {
         "installed": _integrations.status().get(NAME, {}).get("installed", False),
         "disabled_by_env": _integrations._disabled_quietly(),
@@ -134,8 +137,8 @@ def status():
         "engine": info.get("engines", {}).get("selected"),
         "vnni": bool(feats.get("avx512_vnni") or feats.get("avx_vnni")),
         "bf16": bool(feats.get("avx512_bf16")),
-        "amx": _amx_with_backend(amx_status(feats), available, why),
-        "linear_kernels": linear_kernels(),
+        "amx": _amx_with_backend(amx_status(feats, kernels), available, why),
+        "linear_kernels": kernels,
         "decoder_packages": _decoder_packages(),
         **_state,
     }
