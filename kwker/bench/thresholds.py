@@ -157,11 +157,18 @@ def measure_engine(engine, args, log):
     def fmt(points):
         return ", ".join(f"{n}: {r:.2f}x" for n, r in points)
 
+    only = set(args.knobs.split(",")) if getattr(args, "knobs", None) else None
+
+    def want(*knobs):
+        return only is None or any(k in only for k in knobs)
+
     off = {"sort_network_max_32": 0, "sort_network_max_64": 0, "sort_pair_max_32": 0,
            "sort_pair_max_64": 0, "sort_tiny_max": 0}
     # Tiny scalar networks vs one vector network (sizes 2-8); the vector network is the
     # general path here, so the network knobs stay at their defaults.
     for op, knob in (("sort", "sort_tiny_max"), ("argsort", "argsort_tiny_max")):
+        if not want(knob):
+            continue
         pts = []
         for dtype in ("int32", "float64"):
             pts.append(m.rows(op, dtype, range(2, 9), lambda n: {knob: 8}, lambda n: {knob: 0}))
@@ -175,11 +182,14 @@ def measure_engine(engine, args, log):
                                (32, "float32", "sort_network_max_32"),
                                (64, "float64", "sort_network_max_64")):
         cap = CAPACITY[engine][width]
-        pts = m.rows("sort", dtype, network_sizes(cap, 9), lambda n: {knob: BIG, "sort_tiny_max": 8},
-                     lambda n: dict(off))
-        note(knob, largest_on_balance(pts), "general/network: " + fmt(pts))
+        if want(knob):
+            pts = m.rows("sort", dtype, network_sizes(cap, 9),
+                         lambda n: {knob: BIG, "sort_tiny_max": 8}, lambda n: dict(off))
+            note(knob, largest_on_balance(pts), "general/network: " + fmt(pts))
         # Two networks and a merge layer, above one network's capacity.
-        if engine != "portable":
+        if not want(f"sort_pair_min_{width}", f"sort_pair_max_{width}"):
+            pass
+        elif engine != "portable":
             lo_k, hi_k = f"sort_pair_min_{width}", f"sort_pair_max_{width}"
             sizes = sorted({cap + 1, cap * 5 // 4, cap * 11 // 8, cap * 3 // 2, cap * 13 // 8,
                             cap * 7 // 4, cap * 2})
@@ -196,6 +206,8 @@ def measure_engine(engine, args, log):
     for knob, dtype, width in (("argsort_network_max_16", "int16", 32),
                                ("argsort_network_max_32", "float32", 64),
                                ("argsort_network_max_64", "float64", 64)):
+        if not want(knob):
+            continue
         cap = CAPACITY[engine][width]
         pts = m.rows("argsort", dtype, network_sizes(cap, 9),
                      lambda n: {knob: BIG, "argsort_tiny_max": 8},
@@ -204,18 +216,22 @@ def measure_engine(engine, args, log):
 
     # Presorted detection: its cost on random input, where it never pays.
     pts = []
-    for n in (256, 512, 1024, 2048, 4096, 16384):
+    for n in (256, 512, 1024, 2048, 4096, 16384) if want("presorted_min") else ():
         a = data("float32", n, rng)
         t_on, t_off = compare(one_call("sort", a), {"presorted_min": 0},
                               {"presorted_min": BIG})
         pts.append((n, t_off / t_on))
-    log("    presorted probe, random float32: " + fmt(pts))
+    if pts:
+        log("    presorted probe, random float32: " + fmt(pts))
     start = smallest_winning_tail(pts, 0.98)  # the probe costs at most 2% from here on
-    note("presorted_min", start if start is not None else pts[-1][0],
-         "time without / with the probe on random input: " + fmt(pts))
+    if want("presorted_min"):
+        note("presorted_min", start if start is not None else pts[-1][0],
+             "time without / with the probe on random input: " + fmt(pts))
 
     # 16-bit counting sorts vs the widened quicksort / packed argsort.
     for op, knob in (("sort", "count16_sort_min"), ("argsort", "count16_argsort_min")):
+        if not want(knob):
+            continue
         pts = []
         for n in ((10_000, 30_000, 60_000, 65_536, 65_537, 100_000, 200_000, 350_000, 600_000,
                    1_000_000) if REPEATS > 1 else (10_000, 65_537)):
@@ -228,13 +244,38 @@ def measure_engine(engine, args, log):
     # LSD radix (one or two passes) vs the packed quicksort for 64-bit argsort, by key range.
     pts = []
     n = 1_000_000 if REPEATS > 1 else 20_000
-    for bits in (6, 8, 10, 11, 12, 14, 16, 22):
+    for bits in (6, 8, 10, 11, 12, 14, 16, 22) if want("radix64_argsort_max_bits") else ():
         a = rng.integers(0, 1 << bits, size=n, dtype=np.int64)
         t_radix, t_packed = compare(one_call("argsort", a), {"radix64_argsort_max_bits": 64},
                                     {"radix64_argsort_max_bits": 0})
         pts.append((bits, t_packed / t_radix))
-    note("radix64_argsort_max_bits", largest_on_balance(pts),
-         "packed/radix by key bits (n = 1e6): " + fmt(pts))
+    if want("radix64_argsort_max_bits"):
+        note("radix64_argsort_max_bits", largest_on_balance(pts),
+             "packed/radix by key bits (n = 1e6): " + fmt(pts))
+    # Float keys compared as floats (vq::FOps) vs their integer bit patterns, on values of both
+    # signs with no NaN or -0.0 (the float path's precondition): one-register networks are
+    # latency-bound and keep the integer keys; from where the float path stays ahead (within
+    # the 0.97 noise band) at every larger size, it is the default.
+    for width, dtype, knob in ((32, "float32", "sort_float_min_32"),
+                               (64, "float64", "sort_float_min_64")):
+        if not want(knob):
+            continue
+        if engine != "avx512":
+            note(knob, 0, "no float comparisons on this engine")
+            continue
+        sizes = (9, 12, 16, 17, 24, 32, 33, 48, 64, 65, 96, 128, 129, 192, 256, 384, 512, 1000,
+                 2000, 5000)
+        if width == 32:  # float32 above the register paths keeps integer keys (driver-inl.h)
+            sizes = tuple(n for n in sizes if n <= rt.get_tuning("sort_pair_max_32"))
+        pts = []
+        for n in sizes:
+            a = rng.standard_normal(max(n, args.total // n * n)).astype(dtype)
+            a[a == 0] = 1.0  # no -0.0 can come out of the normal sampler's zero either
+            t_float, t_int = compare(segments_call("sort", a, n), {knob: 2}, {knob: 0})
+            pts.append((n, t_int / t_float))
+        log(f"    sort {dtype} as floats: " + fmt(pts))
+        start = smallest_winning_tail(pts, 0.97)
+        note(knob, start if start is not None else 0, "integer keys/float compares: " + fmt(pts))
     kwker.set_isa(None)
     return res
 
@@ -303,6 +344,10 @@ def main(argv=None):
     p.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
     p.add_argument("--smoke", action="store_true",
                    help="one short sample per point: checks the script, measures nothing")
+    p.add_argument("--knobs", help="comma-separated knobs to measure (default: all)")
+    p.add_argument("--merge", metavar="TABLE",
+                   help="write the measured knobs into TABLE in place of their rows, keeping the "
+                        "others (their evidence names this machine when the table's differs)")
     p.add_argument("--refresh", metavar="TABLE",
                    help="rewrite only the 'in code' column of TABLE from the library (after "
                         "copying the measured values into core/tuning-inl.h) and exit")
@@ -313,6 +358,11 @@ def main(argv=None):
     if args.smoke:
         global MIN_TIME, REPEATS
         MIN_TIME, REPEATS, args.total = 0.0, 1, 2_000
+    if args.knobs:
+        unknown = set(args.knobs.split(",")) - set(rt.TUNING_KNOBS)
+        if unknown:
+            p.error(f"unknown knob(s) {', '.join(sorted(unknown))} (knobs: "
+                    f"{', '.join(rt.TUNING_KNOBS)})")
     engines = args.engines.split(",") if args.engines else kwker.available_isas()[::-1]
     for e in engines:
         if e not in kwker.available_isas():
@@ -330,6 +380,20 @@ def main(argv=None):
     for e in engines:
         log(f"engine {e}")
         results[e] = measure_engine(e, args, log)
+    if args.merge:
+        with open(args.merge) as f:
+            env_line, table = parse_table(f.read())
+        here = f"{env['cpu']}, {env['when']}"
+        for e, res in results.items():
+            for knob, r in res.items():
+                if here.split(",")[0] not in env_line:
+                    r["evidence"] = f"(measured on {here}) " + r["evidence"]
+                table.setdefault(e, {})[knob] = r
+        text = markdown(table, None, env_line)
+        with open(args.merge, "w") as f:
+            f.write(text + "\n")
+        print(text)
+        return 0
     text = markdown(results, env)
     if args.out:
         with open(args.out, "w") as f:

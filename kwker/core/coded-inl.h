@@ -13,6 +13,7 @@
 
 #include "core/engine_ns-inl.h"
 #include "core/network-inl.h"
+#include "core/tuning-inl.h"
 
 namespace kwker {
 namespace KWKER_ENGINE_NS {
@@ -46,8 +47,17 @@ template <class Codec> constexpr bool coded_ok() {
     return false;
 }
 
+// Float keys (vq::FOps) are the values themselves: no encoding, and the padding is +inf.
+template <class S> constexpr bool raw_float_keys() {
+  return std::is_floating_point<typename S::Key>::value;
+}
+
 template <class S, class Codec>
 KWKER_VQ_INLINE typename S::V load_keys(const Codec c, const typename S::Key *p, size_t lanes) {
+  if constexpr (raw_float_keys<S>()) {
+    (void)c;
+    return lanes == S::W ? S::load(p) : S::load_partial(p, lanes);
+  } else {
   using L = Lanes<S>;
   using VK = typename L::VK;
   using VU = typename L::VU;
@@ -57,16 +67,23 @@ KWKER_VQ_INLINE typename S::V load_keys(const Codec c, const typename S::Key *p,
   const VK m = L::iota() < typename L::Key(lanes);
   const VK pad = VK{} + vq::Limits<typename L::Key>::kMax;
   return (typename S::V)((e & m) | (pad & ~m));
+  }
 }
 
 template <class S, class Codec>
 KWKER_VQ_INLINE void store_values(const Codec c, typename S::Key *p, typename S::V v,
                                   size_t lanes) {
-  using L = Lanes<S>;
-  const typename S::V out =
-      (typename S::V)c.template dec_v<typename L::VK, typename L::VU>((typename L::VK)v);
-  if (lanes == S::W) S::store(p, out);
-  else S::store_partial(p, out, lanes);
+  if constexpr (raw_float_keys<S>()) {
+    (void)c;
+    if (lanes == S::W) S::store(p, v);
+    else S::store_partial(p, v, lanes);
+  } else {
+    using L = Lanes<S>;
+    const typename S::V out =
+        (typename S::V)c.template dec_v<typename L::VK, typename L::VU>((typename L::VK)v);
+    if (lanes == S::W) S::store(p, out);
+    else S::store_partial(p, out, lanes);
+  }
 }
 
 // Sorts n <= K * W values of src into dst (which may equal src: every load comes first).
@@ -152,9 +169,9 @@ inline void sort_coded_pair(const Codec c, const typename S::Key *src, typename 
 
 // Sorted copy of 2 <= n <= 2 * W * ShortVecs values, with the smallest network that fits, or
 // the two-network merge.
-template <class Codec>
-void sort_coded(const Codec c, const typename Codec::T *src, typename Codec::T *dst, size_t n) {
-  using S = vq::Ops<typename Codec::K>;
+template <class S, class Codec>
+void sort_coded_as(const Codec c, const typename Codec::T *src, typename Codec::T *dst,
+                   size_t n) {
   using Key = typename S::Key;
   constexpr size_t W = S::W, KMax = ShortVecs<S>::value;
   const Key *s = reinterpret_cast<const Key *>(src);
@@ -175,6 +192,74 @@ void sort_coded(const Codec c, const typename Codec::T *src, typename Codec::T *
   } else {
     sort_coded_pair<S>(c, s, d, n);
   }
+}
+
+#if defined(__AVX512F__)
+// Whether n float values hold no NaN and no -0.0 (which compares equal to 0.0 as a float):
+// then float comparisons order them exactly as their keys do. One masked pass over the input,
+// which is in cache for the sort anyway.
+template <class U> bool floats_plain(const U *p, size_t n) {
+  __mmask16 bad = 0;
+  if constexpr (sizeof(U) == 4) {
+    const __m512i neg_zero = _mm512_set1_epi32(int32_t(0x80000000u));
+    for (size_t i = 0; i < n; i += 16) {
+      const __mmask16 m = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+      const __m512 v = _mm512_maskz_loadu_ps(m, p + i);
+      bad |= _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q) |
+             _mm512_mask_cmpeq_epi32_mask(m, _mm512_castps_si512(v), neg_zero);
+    }
+  } else {
+    const __m512i neg_zero = _mm512_set1_epi64(int64_t(0x8000000000000000ull));
+    for (size_t i = 0; i < n; i += 8) {
+      const __mmask8 m = n - i >= 8 ? __mmask8(0xFF) : __mmask8((1u << (n - i)) - 1);
+      const __m512d v = _mm512_maskz_loadu_pd(m, p + i);
+      bad |= __mmask16(_mm512_mask_cmp_pd_mask(m, v, v, _CMP_UNORD_Q) |
+                       _mm512_mask_cmpeq_epi64_mask(m, _mm512_castpd_si512(v), neg_zero));
+    }
+  }
+  return bad == 0;
+}
+
+// Whether this thread's float comparisons see denormals as they are (MXCSR's DAZ bit clear).
+// DAZ is set by programs built with fast-math and by torch.set_flush_denormal(True); with it,
+// vminps and vcmpps would treat every denormal as zero.
+inline bool float_compares_exact() { return (_mm_getcsr() & 0x40u) == 0; }
+#endif
+
+// Whether n keys of a float codec may sort compared as floats on this engine (the values still
+// have to pass floats_plain): the float min / max issue on two ports of Intel cores where the
+// 32- and 64-bit integer ones take one, so wide networks run up to 1.6x faster (64-bit keys);
+// one-register networks are latency-bound and float min / max have the longer latency, so small
+// inputs keep the integer keys. Where that turns is a measured knob (sort_float_min_32 / _64).
+template <class Codec> bool floats_as_floats(size_t n) {
+#if defined(__AVX512F__)
+  if constexpr (Codec::kNanPayload && sizeof(typename Codec::T) >= 4) {
+    const size_t t = size_t(tuned(sizeof(typename Codec::T) == 4 ? tune::kSortFloatMin32
+                                                                 : tune::kSortFloatMin64));
+    return t != 0 && n >= t && float_compares_exact();
+  }
+#endif
+  (void)n;
+  return false;
+}
+
+// Sorted copy of 2 <= n <= 2 * W * ShortVecs values (see sort_coded_as). True when it sorted
+// them as floats, which implies there was no NaN; otherwise NaN payloads are the caller's.
+// Descending keeps the integer keys here: the networks have no cheap reversal.
+template <class Codec>
+bool sort_coded(const Codec c, const typename Codec::T *src, typename Codec::T *dst, size_t n) {
+#if defined(__AVX512F__)
+  using U = typename Codec::T;
+  if constexpr (Codec::kNanPayload && sizeof(U) >= 4) {
+    if (c.flip == 0 && floats_as_floats<Codec>(n) && floats_plain(src, n)) {
+      using F = typename std::conditional<sizeof(U) == 4, float, double>::type;
+      sort_coded_as<vq::FOps<F>>(c, src, dst, n);
+      return true;
+    }
+  }
+#endif
+  sort_coded_as<vq::Ops<typename Codec::K>>(c, src, dst, n);
+  return false;
 }
 
 // Bitonic stages 2, 4, ..., G inside one register: sorts every aligned group of G lanes.

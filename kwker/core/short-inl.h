@@ -100,8 +100,9 @@ void sort_short_any(const Codec c, const typename Codec::T *src, typename Codec:
                     size_t n) {
   if constexpr (coded_ok<Codec>()) {
     if (n > kTinyMax || n > size_t(tuned(tune::kSortTinyMax))) {
-      sort_coded(c, src, dst, n);
-      if constexpr (Codec::kNanPayload) restore_nans_short(c, src, dst, n);
+      const bool as_floats = sort_coded(c, src, dst, n);
+      if constexpr (Codec::kNanPayload)
+        if (!as_floats) restore_nans_short(c, src, dst, n);
       return;
     }
   }

@@ -11,19 +11,21 @@ namespace kwker {
 namespace KWKER_ENGINE_NS {
 
 // Order of runtime/tuning.h: sort network 16/32/64; pair min/max 16, 32, 64; argsort network
-// 16/32/64; sort tiny, argsort tiny; presorted; counting 16 sort, argsort; radix64 bits.
+// 16/32/64; sort tiny, argsort tiny; presorted; counting 16 sort, argsort; radix64 bits;
+// float comparisons from 32, 64 (avx512 only).
 #if defined(__AVX512F__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    512, 256, 128, 640, 1024, 416, 512, 192, 256, 256, 128, 128, 7, 8, 256, 600000, 65537, 10};
+    512, 256, 128, 640, 1024, 416, 512, 192, 256, 256, 128, 128, 7, 8, 256, 600000, 65537, 10,
+    65, 16};
 #elif defined(__AVX2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    256, 128, 64, 448, 512, 256, 256, 104, 128, 128, 64, 64, 7, 7, 256, 350000, 60000, 11};
+    256, 128, 64, 448, 512, 256, 256, 104, 128, 128, 64, 64, 7, 7, 256, 350000, 60000, 11, 0, 0};
 #elif defined(__SSE4_2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    128, 64, 32, 192, 256, 128, 128, 0, 0, 64, 32, 32, 7, 7, 256, 100000, 30000, 22};
+    128, 64, 32, 192, 256, 128, 128, 0, 0, 64, 32, 32, 7, 7, 256, 100000, 30000, 22, 0, 0};
 #else
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    16, 16, 16, 0, 0, 0, 0, 0, 0, 16, 16, 16, 8, 8, 16384, 10000, 10000, 22};
+    16, 16, 16, 0, 0, 0, 0, 0, 0, 16, 16, 16, 8, 8, 16384, 10000, 10000, 22, 0, 0};
 #endif
 
 inline int64_t tuned(tune::Knob k) {

@@ -3,7 +3,10 @@
 // the multi-row registers), ties, NaNs with payloads, +-0.0, descending and nans_first; every
 // tuning knob's boundary +-1, with the knob at its default and with the other path forced; and
 // 64-bit keys whose packed prefixes tie (dropped key bits), from tiny rows to the parallel sort.
+#include <immintrin.h>
+
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -175,7 +178,8 @@ void test_knob_boundaries() {
                          "sort_pair_min_16",       "sort_pair_max_16",       "sort_pair_min_32",
                          "sort_pair_max_32",       "sort_pair_min_64",       "sort_pair_max_64",
                          "argsort_network_max_16", "argsort_network_max_32", "argsort_network_max_64",
-                         "sort_tiny_max",          "argsort_tiny_max",       "presorted_min"};
+                         "sort_tiny_max",          "argsort_tiny_max",       "presorted_min",
+                         "sort_float_min_32",      "sort_float_min_64"};
   for (const char *e : g_engines) {
     kwker_set_isa(e);
     std::vector<int64_t> sizes;
@@ -304,6 +308,90 @@ void test_few_distinct() {
       }
 }
 
+// Float keys compared as floats (vq::FOps, from sort_float_min_32 / _64 keys on, where the
+// engine has them): finite values with denormals, both infinities, +0.0 and ties, so that the
+// float path is taken; then one -0.0 or one NaN among them (both must send the call back to the
+// integer keys) and MXCSR's DAZ bit set (float comparisons would read denormals as zero). Each
+// with the knob at its default, forced down to 2 keys, and off.
+std::vector<uint8_t> plain_floats(int dtype, int64_t n, uint64_t seed, int special) {
+  const int w = dtype_size(dtype);
+  std::vector<uint8_t> out(size_t(n * w));
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + uint64_t(n);
+  auto next = [&] {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t r = next(), bits;
+    if (w == 4) {
+      bits = r & 0xFFFFFFFFu;
+      if (((bits >> 23) & 0xFF) == 0xFF) bits = (bits & 0x80000000u) | 0x7F800000u;  // +-inf
+      if (i % 7 == 1) bits &= 0x807FFFFFu;                                          // denormal
+      if (bits == 0x80000000u) bits = 0;
+    } else {
+      bits = r;
+      if (((bits >> 52) & 0x7FF) == 0x7FF) bits = (bits & (1ull << 63)) | 0x7FF0000000000000ull;
+      if (i % 7 == 1) bits &= 0x800FFFFFFFFFFFFFull;
+      if (bits == 1ull << 63) bits = 0;
+    }
+    if (i % 11 == 2) bits = 0;
+    if (i % 5 == 3 && i > 3) std::memcpy(&bits, out.data() + (i / 2) * w, size_t(w));  // a tie
+    std::memcpy(out.data() + i * w, &bits, size_t(w));
+  }
+  if (n > 0 && special) {
+    const uint64_t bits = special == 1 ? (w == 4 ? 0x80000000ull : 1ull << 63)       // -0.0
+                                       : (w == 4 ? 0x7FC00001ull : 0x7FF8000000000001ull);
+    std::memcpy(out.data() + (n / 3) * w, &bits, size_t(w));
+  }
+  return out;
+}
+
+void test_float_compares() {
+  const int64_t sizes[] = {2,  3,  8,  9,  15,  16,  17,  31,  33,  64,  65,  100,   127,
+                           128, 129, 200, 255, 256, 257, 300, 511, 512, 513, 1000, 4099, 150001};
+  for (int dtype : {KWKER_FLOAT32, KWKER_FLOAT64})
+    for (int pass = 0; pass < 4; ++pass) {  // default knobs, forced on, off, DAZ set
+      const char *k = dtype == KWKER_FLOAT32 ? "sort_float_min_32" : "sort_float_min_64";
+      kwker_set_tuning(k, pass == 1 || pass == 3 ? 2 : pass == 2 ? 0 : -1);
+      const unsigned csr = _mm_getcsr();
+      if (pass == 3) _mm_setcsr(csr | 0x40u);
+      for (int64_t n : sizes)
+        for (int special = 0; special < 3; ++special)
+          for (unsigned flags : {0u, unsigned(KWKER_DESCENDING), unsigned(KWKER_NANS_FIRST)}) {
+            std::vector<uint8_t> data = plain_floats(dtype, n, uint64_t(pass * 7 + special), special);
+            std::vector<uint8_t> want(data.size() + 1);
+            kwker::ref::sort(dtype, data.data(), want.data(), n, flags);
+            const int w = dtype_size(dtype);
+            for (const char *e : g_engines) {
+              kwker_set_isa(e);
+              g_where = std::string(e) + " float compares pass " + std::to_string(pass) +
+                        " special " + std::to_string(special) + " " +
+                        label(dtype, kwker::ref::kUniform, n, flags);
+              Guarded out(size_t(n * w));
+              int rc = kwker_sort_copy(dtype, data.data(), out.data(), n, flags, 1);
+              check(rc == KWKER_OK && out.intact() &&
+                        kwker::ref::values_equal(dtype, out.data(), want.data(), n),
+                    "sort_copy");
+              Guarded in(size_t(n * w));
+              std::memcpy(in.data(), data.data(), size_t(n * w));
+              rc = kwker_sort(dtype, in.data(), n, flags, 1);
+              check(rc == KWKER_OK && in.intact() &&
+                        kwker::ref::values_equal(dtype, in.data(), want.data(), n),
+                    "sort in place");
+              if (n <= 1000) {
+                std::vector<uint8_t> rows = plain_floats(dtype, 3 * n, uint64_t(n), special);
+                RowRef rw(dtype, rows, 3, n, flags);
+                check_rows_now(dtype, rows, 3, n, flags, rw, 1);
+              }
+            }
+          }
+      _mm_setcsr(csr);
+      kwker_set_tuning(k, -1);
+    }
+}
+
 }  // namespace
 
 void run_short_tests() {
@@ -312,5 +400,6 @@ void run_short_tests() {
   test_ragged();
   test_knob_boundaries();
   test_packed64();
+  test_float_compares();
   kwker_set_isa(nullptr);
 }
