@@ -72,3 +72,28 @@ def test_every_knob_boundary_with_the_knob_default_and_forced_off(kw, ref, rng):
                     np.testing.assert_array_equal(kw.argsort(m, axis=1, descending=True),
                                                   np.stack([ref.argsort(r, True) for r in m]),
                                                   err_msg=what)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_sorts_stay_exact_when_denormals_read_as_zero(kw, ref, rng, dtype):
+    """On AVX-512, float sorts compare the values as floats where that order is the total order.
+    torch.set_flush_denormal(True) sets MXCSR's DAZ bit, which makes float comparisons read
+    denormals as zero: the sorts must see it and keep the exact order (integer keys)."""
+    torch = pytest.importorskip("torch")
+    tiny = np.finfo(dtype).smallest_subnormal
+    for n in (16, 65, 200, 512, 1000, 5000):
+        a = np.concatenate([rng.integers(1, 50, n // 2).astype(dtype) * tiny,
+                            rng.standard_normal(n - n // 2).astype(dtype)])
+        a[::7] = 0.0
+        a = np.ascontiguousarray(rng.permutation(a))
+        m = np.ascontiguousarray(np.stack([a, a[::-1], rng.permutation(a)]))
+        want = ref.sort(a, False, False)
+        want_rows = np.stack([ref.sort(r, False, False) for r in m])
+        if not torch.set_flush_denormal(True):
+            pytest.skip("this CPU cannot flush denormals")
+        try:
+            got, got_rows = kw.sort(a), kw.sort(m, axis=1)
+        finally:
+            torch.set_flush_denormal(False)
+        ref.same(got, want, f"{dtype} n={n} with DAZ")
+        ref.same(got_rows, want_rows, f"{dtype} rows of {n} with DAZ")
