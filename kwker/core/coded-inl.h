@@ -108,63 +108,15 @@ inline void sort_block_coded(const Codec c, const typename S::Key *src, typename
   }
 }
 
-// cap < n <= 2 * cap values (cap = K * W): each half sorted by the network in registers, then
-// the last bitonic stage through a stack buffer: the flip layer pairs key x of the first half
-// with key 2 cap - 1 - x (a vector against a lane-reversed vector), after which each half is a
-// bitonic sequence that its own merge layers finish in registers. Cheaper than a quicksort
-// partition for two leaves, and it needs no more registers than one network.
+// cap < n <= 2 * cap values (cap = K * W): the two-network merge of network-inl.h
+// (vq::pair_sort_with), reading and writing through the codec.
 template <class S, class Codec>
 inline void sort_coded_pair(const Codec c, const typename S::Key *src, typename S::Key *dst,
                             size_t n) {
-  using V = typename S::V;
-  using Key = typename S::Key;
-  constexpr size_t W = S::W, K = ShortVecs<S>::value, H = K * W;
-  alignas(64) Key buf[2 * H];
-  const V pad = S::set1(vq::Limits<Key>::kMax);
-  {
-    V v[K];
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) v[i] = load_keys<S>(c, src + i * W, W);
-    vq::sort_vectors<S, K>(v);
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) S::store(buf + i * W, v[i]);
-  }
-  {
-    const size_t m = n - H, full = m / W, rem = m % W;
-    V v[K];
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) {
-      if (i < full) v[i] = load_keys<S>(c, src + H + i * W, W);
-      else if (i == full && rem != 0) v[i] = load_keys<S>(c, src + H + i * W, rem);
-      else v[i] = pad;
-    }
-    vq::sort_vectors<S, K>(v);
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) S::store(buf + H + i * W, v[i]);
-  }
-#pragma GCC unroll 32
-  for (size_t i = 0; i < K; ++i) {
-    const V a = S::load(buf + i * W);
-    const V b = S::template perm_xor<unsigned(W - 1)>(S::load(buf + (2 * K - 1 - i) * W));
-    V lo, hi;
-    S::minmax(a, b, lo, hi);
-    S::store(buf + i * W, lo);
-    S::store(buf + (2 * K - 1 - i) * W, S::template perm_xor<unsigned(W - 1)>(hi));
-  }
-  for (size_t half = 0; half < 2; ++half) {
-    V v[K];
-    const Key *b = buf + half * H;
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) v[i] = S::load(b + i * W);
-    vq::cx_merge_layers<S, K, H / 2>(v);
-    const size_t base = half * H;
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) {
-      const size_t at = base + i * W;
-      if (at + W <= n) store_values<S>(c, dst + at, v[i], W);
-      else if (at < n) store_values<S>(c, dst + at, v[i], n - at);
-    }
-  }
+  constexpr size_t W = S::W;
+  vq::pair_sort_with<S, ShortVecs<S>::value>(
+      n, [&](size_t i, size_t lanes) { return load_keys<S>(c, src + i * W, lanes); },
+      [&](size_t i, typename S::V v, size_t lanes) { store_values<S>(c, dst + i * W, v, lanes); });
 }
 
 // Sorted copy of 2 <= n <= 2 * W * ShortVecs values, with the smallest network that fits, or

@@ -96,6 +96,80 @@ inline void sort_block(typename S::Key* a, size_t n) {
   }
 }
 
+// cap < n <= 2 * cap keys (cap = K * W): each half sorted by the network in registers, then
+// the last bitonic stage through a stack buffer: the flip layer pairs key x of the first half
+// with key 2 cap - 1 - x (a vector against a lane-reversed vector), after which each half is a
+// bitonic sequence that its own merge layers finish in registers. Cheaper than a quicksort
+// partition for two leaves, and it needs no more registers than one network.
+// load(i, lanes) returns the input's vector i (lanes < W: a partial one, padded with the largest
+// key); store(i, v, lanes) writes the output's vector i. Every load comes before the first store.
+template <class S, size_t K, class Load, class Store>
+inline void pair_sort_with(size_t n, const Load& load, const Store& store) {
+  using V = typename S::V;
+  using Key = typename S::Key;
+  constexpr size_t W = S::W, H = K * W;
+  alignas(64) Key buf[2 * H];
+  const V pad = S::set1(Limits<Key>::kMax);
+  {
+    V v[K];
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) v[i] = load(i, W);
+    sort_vectors<S, K>(v);
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) S::store(buf + i * W, v[i]);
+  }
+  {
+    const size_t m = n - H, full = m / W, rem = m % W;
+    V v[K];
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) {
+      if (i < full) v[i] = load(K + i, W);
+      else if (i == full && rem != 0) v[i] = load(K + i, rem);
+      else v[i] = pad;
+    }
+    sort_vectors<S, K>(v);
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) S::store(buf + H + i * W, v[i]);
+  }
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K; ++i) {
+    const V a = S::load(buf + i * W);
+    const V b = S::template perm_xor<unsigned(W - 1)>(S::load(buf + (2 * K - 1 - i) * W));
+    V lo, hi;
+    S::minmax(a, b, lo, hi);
+    S::store(buf + i * W, lo);
+    S::store(buf + (2 * K - 1 - i) * W, S::template perm_xor<unsigned(W - 1)>(hi));
+  }
+  for (size_t half = 0; half < 2; ++half) {
+    V v[K];
+    const Key* b = buf + half * H;
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) v[i] = S::load(b + i * W);
+    cx_merge_layers<S, K, H / 2>(v);
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) {
+      const size_t at = half * H + i * W;
+      if (at + W <= n) store(half * K + i, v[i], W);
+      else if (at < n) store(half * K + i, v[i], n - at);
+    }
+  }
+}
+
+// The same on keys in place: a[0..n), S::W * S::kMaxVecs < n <= twice that.
+template <class S>
+inline void pair_sort(typename S::Key* a, size_t n) {
+  constexpr size_t W = S::W;
+  pair_sort_with<S, S::kMaxVecs>(
+      n,
+      [a](size_t i, size_t lanes) {
+        return lanes == W ? S::load(a + i * W) : S::load_partial(a + i * W, lanes);
+      },
+      [a](size_t i, typename S::V v, size_t lanes) {
+        if (lanes == W) S::store(a + i * W, v);
+        else S::store_partial(a + i * W, v, lanes);
+      });
+}
+
 // Sorts a[0..n), n <= W * S::kMaxVecs, with the smallest network that fits.
 template <class S>
 inline void small_sort(typename S::Key* a, size_t n) {

@@ -30,6 +30,7 @@
 
 #include "network-inl.h"
 #include "simd-inl.h"
+#include "tuning-inl.h"
 
 namespace kwker {
 namespace KWKER_ENGINE_NS {
@@ -212,6 +213,16 @@ inline int floor_log2(size_t n) {
   return r;
 }
 
+// Whether a range of one to two leaves' worth of keys is sorted by the two-network merge
+// (pair_sort) instead of one more partition and two leaves: the register sorts' measured window
+// for this key width (the sort_pair_min / max knobs), which applies here as well: the merge
+// replaces exactly that partition.
+template <class S> KWKER_VQ_INLINE bool pair_leaf(size_t n) {
+  constexpr int w = sizeof(typename S::Key) == 2 ? 0 : sizeof(typename S::Key) == 4 ? 1 : 2;
+  return n >= size_t(tuned(tune::Knob(tune::kSortPairMin16 + 2 * w))) &&
+         n <= size_t(tuned(tune::Knob(tune::kSortPairMax16 + 2 * w)));
+}
+
 // Ranges reported to fin(ptr, len) are final: never read or moved again. The caller's
 // per-element output transform (key decoding, index unpacking) runs there, on data that is
 // still in cache, instead of in a separate pass over the whole array.
@@ -230,6 +241,13 @@ inline void quicksort(typename S::Key* a, size_t n, typename S::Key lo, typename
       small_sort<S>(a, n);
       fin(a, n);
       return;
+    }
+    if constexpr (S::W > 1) {
+      if (n <= 2 * kLeaf && pair_leaf<S>(n)) {
+        pair_sort<S>(a, n);
+        fin(a, n);
+        return;
+      }
     }
     if (lo == hi) {  // every key equals lo
       fin(a, n);
