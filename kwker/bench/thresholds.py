@@ -252,10 +252,10 @@ def measure_engine(engine, args, log):
     if want("radix64_argsort_max_bits"):
         note("radix64_argsort_max_bits", largest_on_balance(pts),
              "packed/radix by key bits (n = 1e6): " + fmt(pts))
-    # Float keys compared as floats (vq::FOps) vs their integer bit patterns, on values of both
-    # signs with no NaN or -0.0 (the float path's precondition): one-register networks are
-    # latency-bound and keep the integer keys; from where the float path stays ahead (within
-    # the 0.97 noise band) at every larger size, it is the default.
+    # Float keys compared as floats (vq::FOps) vs encoded to integer keys, in the register
+    # paths (one network, two networks and a merge), on values of both signs with no NaN or
+    # -0.0 (the float path's precondition). The knob turns the float path on from the smallest
+    # size where it is faster at every larger size the register paths take; 0 if nowhere.
     for width, dtype, knob in ((32, "float32", "sort_float_min_32"),
                                (64, "float64", "sort_float_min_64")):
         if not want(knob):
@@ -263,10 +263,10 @@ def measure_engine(engine, args, log):
         if engine != "avx512":
             note(knob, 0, "no float comparisons on this engine")
             continue
-        sizes = (9, 12, 16, 17, 24, 32, 33, 48, 64, 65, 96, 128, 129, 192, 256, 384, 512, 1000,
-                 2000, 5000)
-        if width == 32:  # float32 above the register paths keeps integer keys (driver-inl.h)
-            sizes = tuple(n for n in sizes if n <= rt.get_tuning("sort_pair_max_32"))
+        net = rt.get_tuning(f"sort_network_max_{width}")
+        lo, hi = (rt.get_tuning(f"sort_pair_{e}_{width}") for e in ("min", "max"))
+        sizes = [n for n in (9, 12, 16, 17, 24, 32, 33, 48, 64, 65, 96, 128, 192, 256, 416, 448,
+                             512) if n <= net or lo <= n <= hi]  # where a register path runs
         pts = []
         for n in sizes:
             a = rng.standard_normal(max(n, args.total // n * n)).astype(dtype)
@@ -274,7 +274,9 @@ def measure_engine(engine, args, log):
             t_float, t_int = compare(segments_call("sort", a, n), {knob: 2}, {knob: 0})
             pts.append((n, t_int / t_float))
         log(f"    sort {dtype} as floats: " + fmt(pts))
-        start = smallest_winning_tail(pts, 0.97)
+        start = smallest_winning_tail(pts, 1.0)
+        if start is not None and sum(n >= start for n, _ in pts) < 3:
+            start = None  # one or two points at the end: noise, not a crossover
         note(knob, start if start is not None else 0, "integer keys/float compares: " + fmt(pts))
     kwker.set_isa(None)
     return res

@@ -179,10 +179,9 @@ inline bool float_compares_exact() { return (_mm_getcsr() & 0x40u) == 0; }
 #endif
 
 // Whether n keys of a float codec may sort compared as floats on this engine (the values still
-// have to pass floats_plain): the float min / max issue on two ports of Intel cores where the
-// 32- and 64-bit integer ones take one, so wide networks run up to 1.6x faster (64-bit keys);
-// one-register networks are latency-bound and float min / max have the longer latency, so small
-// inputs keep the integer keys. Where that turns is a measured knob (sort_float_min_32 / _64).
+// have to pass floats_plain): from the measured knob sort_float_min_32 / _64 on (0: never). One-
+// register networks are latency-bound, and float min / max have the longer latency, so they
+// keep the integer keys.
 template <class Codec> bool floats_as_floats(size_t n) {
 #if defined(__AVX512F__)
   if constexpr (Codec::kNanPayload && sizeof(typename Codec::T) >= 4) {

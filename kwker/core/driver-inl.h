@@ -307,43 +307,12 @@ void restore_nans(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   parallel_tasks(ctx, T_, fill);
 }
 
-// The sequential sort of NaN-free float64 values compared as floats (vq::FOps) where the engine
-// has it and floats_as_floats / floats_plain allow: true when a[0..n) is sorted. float32 keeps
-// its integer keys here: its quicksort compared as floats measured 0.89-1.02x the integer one
-// from 1,000 to 20,000 keys (Intel Xeon with AVX-512), while float64 gains 1.16-1.25x; the
-// parallel sort keeps integers too (its sample partition works on integer keys).
-template <class Codec>
-bool sort_floats_as_floats(CallCtx &ctx, const Codec c, typename Codec::T *a, size_t n) {
-#if defined(__AVX512F__)
-  using U = typename Codec::T;
-  if constexpr (sizeof(U) == 8) {
-    if (n < 2 || want_partition_sort(ctx, n, false) || !floats_as_floats<Codec>(n) ||
-        !floats_plain(a, n))
-      return false;
-    if (on(ctx, KWKER_ALGO_PRESORTED) && n >= knob(tune::kPresortedMin)) {
-      const int s = presorted(ctx, c, a, n);
-      if (s == 1) return true;
-      if (s == -1) {  // non-increasing: with no -0.0, equal keys are equal bits
-        reverse_copy(ctx, a, a, n);
-        return true;
-      }
-    }
-    vq::sort<vq::FOps<double>>(reinterpret_cast<double *>(a), n);
-    if (c.flip != 0) reverse_copy(ctx, a, a, n);  // descending: equal keys are equal bits
-    return true;
-  }
-#endif
-  (void)ctx, (void)c, (void)a, (void)n;
-  return false;
-}
-
 // In place, NaN-free IEEE floats sort as the signed integers of their bit patterns, except that
 // the negative ones come out reversed (a larger magnitude is a larger integer): one integer
 // sort, then one reversal of the negative block, with no encoding or decoding pass. -0.0 is the
 // smallest integer, so the reversal puts it right next to 0.0, where the total order wants it.
 template <class Codec>
 void sort_floats_as_ints(CallCtx &ctx, const Codec c, typename Codec::T *a, size_t n) {
-  if (sort_floats_as_floats(ctx, c, a, n)) return;
   using K = typename Codec::K;
   const bool desc = c.flip != 0;
   IntCodec<K, false> ic(desc ? KWKER_DESCENDING : 0u);

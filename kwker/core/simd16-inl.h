@@ -65,7 +65,7 @@ template <> struct Ops<int16_t> {
   }
   static KWKER_VQ_INLINE void minmax(V a, V b, V &mn, V &mx) {
     mn = _mm512_min_epi16(a, b);
-    mx = _mm512_max_epi16(a, b);
+    mx = _mm512_ternarylogic_epi32(a, b, mn, 0x96);  // a ^ b ^ min: see Ops<int32_t>
   }
   template <unsigned M> static KWKER_VQ_INLINE V perm_xor(V v) {
     if constexpr (M == 2) return _mm512_shuffle_epi32(v, _MM_PERM_ENUM(0xB1));

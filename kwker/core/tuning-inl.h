@@ -16,7 +16,7 @@ namespace KWKER_ENGINE_NS {
 #if defined(__AVX512F__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     512, 256, 128, 640, 1024, 416, 512, 192, 256, 256, 128, 128, 7, 8, 256, 600000, 65537, 10,
-    65, 16};
+    0, 33};
 #elif defined(__AVX2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     256, 128, 64, 448, 512, 256, 256, 104, 128, 128, 64, 64, 7, 7, 256, 350000, 60000, 11, 0, 0};

@@ -187,23 +187,6 @@ inline typename S::Key choose_pivot(const typename S::Key* a, size_t n) {
   }
 }
 
-// The next key above / below p, for the duplicate bounds. Integer keys step by one; float
-// keys (FOps: never NaN, and -0.0 only where it equals +0.0) step to the adjacent
-// representable value, which is what "every key < p" means when keys are floats. Callers
-// guarantee the step stays in range (p < hi for succ, p > lo for pred).
-template <class T> KWKER_VQ_INLINE T key_succ(T p) { return T(p + 1); }
-template <class T> KWKER_VQ_INLINE T key_pred(T p) { return T(p - 1); }
-template <class F, class U> KWKER_VQ_INLINE F float_step(F p, bool up) {
-  if (p == F(0)) return up ? __builtin_bit_cast(F, U(1)) : -__builtin_bit_cast(F, U(1));
-  const U b = __builtin_bit_cast(U, p);
-  // Positive keys grow with their bit pattern, negative ones shrink.
-  return __builtin_bit_cast(F, U((p > F(0)) == up ? b + 1 : b - 1));
-}
-template <> KWKER_VQ_INLINE float key_succ(float p) { return float_step<float, uint32_t>(p, true); }
-template <> KWKER_VQ_INLINE float key_pred(float p) { return float_step<float, uint32_t>(p, false); }
-template <> KWKER_VQ_INLINE double key_succ(double p) { return float_step<double, uint64_t>(p, true); }
-template <> KWKER_VQ_INLINE double key_pred(double p) { return float_step<double, uint64_t>(p, false); }
-
 inline int floor_log2(size_t n) {
   int r = 0;
   while (n > 1) {
@@ -260,12 +243,12 @@ inline void quicksort(typename S::Key* a, size_t n, typename S::Key lo, typename
     }
     const T p = choose_pivot<S>(a, n);
     if (p == hi) {
-      // The pivot is the largest possible key (lo < hi, so its predecessor exists):
+      // The pivot is the largest possible key (lo < hi, so p - 1 cannot overflow):
       // split off the keys equal to it, which are then done.
-      size_t m = partition<S>(a, n, key_pred(p));
+      size_t m = partition<S>(a, n, T(p - 1));
       fin(a + m, n - m);
       n = m;
-      hi = key_pred(p);
+      hi = T(p - 1);
       continue;
     }
     const size_t m = partition<S>(a, n, p);
@@ -278,9 +261,9 @@ inline void quicksort(typename S::Key* a, size_t n, typename S::Key lo, typename
       quicksort<S>(a, m, lo, p, depth, fin);
       a += m;
       n -= m;
-      lo = key_succ(p);
+      lo = T(p + 1);
     } else {
-      quicksort<S>(a + m, n - m, key_succ(p), hi, depth, fin);
+      quicksort<S>(a + m, n - m, T(p + 1), hi, depth, fin);
       n = m;
       hi = p;
     }

@@ -34,9 +34,9 @@ enum Knob : int {
   kCount16SortMin,     // 16-bit counting sort from this many keys on (radix)
   kCount16ArgsortMin,  // 16-bit stable counting argsort from this many keys on (radix)
   kRadix64MaxBits,     // 64-bit argsort: LSD radix when the key range spans <= this many bits
-  // Sorts of float32 / float64 values (no NaN or -0.0 among them) compare them as floats from
-  // this many keys on (float32: in the register paths only, up to sort_pair_max_32); 0 on
-  // engines without float comparisons (core/coded-inl.h).
+  // Register sorts of float32 / float64 values (no NaN or -0.0 among them) compare them as
+  // floats from this many keys on; 0: never (the only setting on engines without float
+  // comparisons, core/coded-inl.h).
   kSortFloatMin32,
   kSortFloatMin64,
   kKnobCount
