@@ -174,7 +174,7 @@ template <class U> bool floats_plain(const U *p, size_t n) {
 
 // Whether this thread's float comparisons see denormals as they are (MXCSR's DAZ bit clear).
 // DAZ is set by programs built with fast-math and by torch.set_flush_denormal(True); with it,
-// vminps and vcmpps would treat every denormal as zero.
+// vminps / vminpd would treat every denormal as zero.
 inline bool float_compares_exact() { return (_mm_getcsr() & 0x40u) == 0; }
 #endif
 
