@@ -83,11 +83,8 @@ template <class Codec> bool use_short_sort(size_t n) {
   constexpr size_t cap = short_network_capacity<Codec>();
   const size_t t = knob(tune::Knob(tune::kSortNetwork16 + i));
   if (n <= (t < cap ? t : cap)) return true;
-  if constexpr (coded_ok<Codec>()) {
-    const size_t hi = knob(tune::Knob(tune::kSortPairMax16 + 2 * i));
-    return n > cap && n <= (hi < 2 * cap ? hi : 2 * cap) &&
-           n >= knob(tune::Knob(tune::kSortPairMin16 + 2 * i));
-  }
+  if constexpr (coded_ok<Codec>())
+    return n > cap && n <= 2 * cap && vq::pair_leaf<vq::Ops<typename Codec::K>>(n);
   return false;
 }
 

@@ -196,10 +196,10 @@ inline int floor_log2(size_t n) {
   return r;
 }
 
-// Whether a range of one to two leaves' worth of keys is sorted by the two-network merge
-// (pair_sort) instead of one more partition and two leaves: the register sorts' measured window
-// for this key width (the sort_pair_min / max knobs), which applies here as well: the merge
-// replaces exactly that partition.
+// Whether one to two networks' worth of keys (n) is sorted by the two-network merge instead of
+// one more partition and two networks: the measured window of the sort_pair_min / max knobs for
+// this key width. Asked by the quicksort for its ranges and by the short paths
+// (use_short_sort, driver-inl.h) for whole inputs: the merge replaces that partition in both.
 template <class S> KWKER_VQ_INLINE bool pair_leaf(size_t n) {
   constexpr int w = sizeof(typename S::Key) == 2 ? 0 : sizeof(typename S::Key) == 4 ? 1 : 2;
   return n >= size_t(tuned(tune::Knob(tune::kSortPairMin16 + 2 * w))) &&
