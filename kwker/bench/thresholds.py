@@ -157,7 +157,7 @@ def measure_engine(engine, args, log):
     def fmt(points):
         return ", ".join(f"{n}: {r:.2f}x" for n, r in points)
 
-    only = set(args.knobs.split(",")) if getattr(args, "knobs", None) else None
+    only = set(args.knobs.split(",")) if args.knobs else None
 
     def want(*knobs):
         return only is None or any(k in only for k in knobs)
@@ -187,10 +187,10 @@ def measure_engine(engine, args, log):
                          lambda n: {knob: BIG, "sort_tiny_max": 8}, lambda n: dict(off))
             note(knob, largest_on_balance(pts), "general/network: " + fmt(pts))
         # Two networks and a merge layer, above one network's capacity.
-        if not want(f"sort_pair_min_{width}", f"sort_pair_max_{width}"):
-            pass
-        elif engine != "portable":
-            lo_k, hi_k = f"sort_pair_min_{width}", f"sort_pair_max_{width}"
+        lo_k, hi_k = f"sort_pair_min_{width}", f"sort_pair_max_{width}"
+        if not want(lo_k, hi_k):
+            continue
+        if engine != "portable":
             sizes = sorted({cap + 1, cap * 5 // 4, cap * 11 // 8, cap * 3 // 2, cap * 13 // 8,
                             cap * 7 // 4, cap * 2})
             pts = m.rows("sort", dtype, sizes, lambda n: {lo_k: 0, hi_k: BIG},
@@ -199,8 +199,8 @@ def measure_engine(engine, args, log):
             note(lo_k, start if start is not None else 0, "general/pair: " + fmt(pts))
             note(hi_k, cap * 2 if start is not None else 0, "the pair holds 2 networks")
         else:
-            note(f"sort_pair_min_{width}", 0, "no vector networks on this engine")
-            note(f"sort_pair_max_{width}", 0, "no vector networks on this engine")
+            note(lo_k, 0, "no vector networks on this engine")
+            note(hi_k, 0, "no vector networks on this engine")
 
     # Packed argsort words: 32 bits for 16-bit keys, 64 bits otherwise.
     for knob, dtype, width in (("argsort_network_max_16", "int16", 32),
@@ -215,16 +215,15 @@ def measure_engine(engine, args, log):
         note(knob, largest_on_balance(pts), "general/network: " + fmt(pts))
 
     # Presorted detection: its cost on random input, where it never pays.
-    pts = []
-    for n in (256, 512, 1024, 2048, 4096, 16384) if want("presorted_min") else ():
-        a = data("float32", n, rng)
-        t_on, t_off = compare(one_call("sort", a), {"presorted_min": 0},
-                              {"presorted_min": BIG})
-        pts.append((n, t_off / t_on))
-    if pts:
-        log("    presorted probe, random float32: " + fmt(pts))
-    start = smallest_winning_tail(pts, 0.98)  # the probe costs at most 2% from here on
     if want("presorted_min"):
+        pts = []
+        for n in (256, 512, 1024, 2048, 4096, 16384):
+            a = data("float32", n, rng)
+            t_on, t_off = compare(one_call("sort", a), {"presorted_min": 0},
+                                  {"presorted_min": BIG})
+            pts.append((n, t_off / t_on))
+        log("    presorted probe, random float32: " + fmt(pts))
+        start = smallest_winning_tail(pts, 0.98)  # the probe costs at most 2% from here on
         note("presorted_min", start if start is not None else pts[-1][0],
              "time without / with the probe on random input: " + fmt(pts))
 
@@ -242,14 +241,14 @@ def measure_engine(engine, args, log):
         note(knob, start if start is not None else BIG, "quicksort/counting: " + fmt(pts))
 
     # LSD radix (one or two passes) vs the packed quicksort for 64-bit argsort, by key range.
-    pts = []
-    n = 1_000_000 if REPEATS > 1 else 20_000
-    for bits in (6, 8, 10, 11, 12, 14, 16, 22) if want("radix64_argsort_max_bits") else ():
-        a = rng.integers(0, 1 << bits, size=n, dtype=np.int64)
-        t_radix, t_packed = compare(one_call("argsort", a), {"radix64_argsort_max_bits": 64},
-                                    {"radix64_argsort_max_bits": 0})
-        pts.append((bits, t_packed / t_radix))
     if want("radix64_argsort_max_bits"):
+        pts = []
+        n = 1_000_000 if REPEATS > 1 else 20_000
+        for bits in (6, 8, 10, 11, 12, 14, 16, 22):
+            a = rng.integers(0, 1 << bits, size=n, dtype=np.int64)
+            t_radix, t_packed = compare(one_call("argsort", a), {"radix64_argsort_max_bits": 64},
+                                        {"radix64_argsort_max_bits": 0})
+            pts.append((bits, t_packed / t_radix))
         note("radix64_argsort_max_bits", largest_on_balance(pts),
              "packed/radix by key bits (n = 1e6): " + fmt(pts))
     # Float keys compared as floats (vq::FOps) vs encoded to integer keys, in the register
@@ -385,11 +384,11 @@ def main(argv=None):
     if args.merge:
         with open(args.merge) as f:
             env_line, table = parse_table(f.read())
-        here = f"{env['cpu']}, {env['when']}"
+        elsewhere = str(env["cpu"]) not in env_line  # the table was measured on another CPU
         for e, res in results.items():
             for knob, r in res.items():
-                if here.split(",")[0] not in env_line:
-                    r["evidence"] = f"(measured on {here}) " + r["evidence"]
+                if elsewhere:
+                    r["evidence"] = f"(measured on {env['cpu']}, {env['when']}) " + r["evidence"]
                 table.setdefault(e, {})[knob] = r
         text = markdown(table, None, env_line)
         with open(args.merge, "w") as f:

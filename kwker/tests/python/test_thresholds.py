@@ -56,6 +56,30 @@ def test_the_measuring_script_runs(tmp_path):
     assert set(got) == {"portable"} and set(got["portable"]) == set(_runtime.TUNING_KNOBS)
 
 
+def test_merge_replaces_only_the_measured_knobs(tmp_path):
+    """--knobs measures some knobs only; --merge writes just their rows into a copy of the
+    committed table and keeps every other row as it was. An unknown knob is refused first."""
+    table = tmp_path / "t.md"
+    table.write_text((BENCH / "thresholds.md").read_text())
+    before = _table(table.read_text())
+    cmd = [sys.executable, str(BENCH / "thresholds.py"), "--smoke", "--engines", "portable"]
+    r = subprocess.run(cmd + ["--knobs", "sort_float_min_64,presorted_min", "--merge",
+                              str(table)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    after = _table(table.read_text())
+    assert set(after) == set(before)
+    for engine, knobs in before.items():
+        assert set(after[engine]) == set(knobs), engine
+        for knob, row in knobs.items():
+            if engine != "portable" or knob not in ("sort_float_min_64", "presorted_min"):
+                assert after[engine][knob] == row, (engine, knob)
+    assert after["portable"]["sort_float_min_64"] == (0, 0)
+    r = subprocess.run(cmd + ["--knobs", "bogus", "--merge", str(table)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "unknown knob(s) bogus" in r.stderr
+    assert _table(table.read_text()) == after
+
+
 def test_knob_errors_name_the_knob():
     with pytest.raises(ValueError, match="unknown knob 'bogus'"):
         _runtime.set_tuning("bogus", 1)
