@@ -717,8 +717,9 @@ inline int e_sort_segments(CallCtx &ctx, int dtype, const void *src, void *dst,
   });
 }
 
-// Stable argsort of rows of G 64-bit keys (G = 2 or 4), several rows per register
-// (coded-inl.h), split over the threads; the tail takes the short path row by row.
+// Stable argsort of rows of G keys (G = 2 or 4), several rows per register (coded-inl.h: 64-bit
+// keys beside a register of indices, narrower keys packed with their index), split over the
+// threads; the tail takes the short path row by row.
 template <class Codec, size_t G>
 void argsort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t rows,
                         int64_t *out) {
@@ -726,7 +727,10 @@ void argsort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *sr
   auto task = [&](int t) {
     size_t r = chunk_begin(rows, parts, t);
     const size_t end = chunk_begin(rows, parts, t + 1);
-    r += argsort_rows_in_lanes<Codec, G>(c, src + r * G, end - r, out + r * G);
+    if constexpr (sizeof(typename Codec::K) == 8)
+      r += argsort_rows_in_lanes<Codec, G>(c, src + r * G, end - r, out + r * G);
+    else
+      r += argsort_rows_packed_in_lanes<Codec, G>(c, src + r * G, end - r, out + r * G);
     for (; r < end; ++r) argsort_short(c, src + r * G, G, out + r * G);
   };
   parallel_tasks(ctx, parts, task);
@@ -735,8 +739,8 @@ void argsort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *sr
 template <class Codec>
 bool try_argsort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                             const Segments &segs, int64_t *out, bool relative) {
-  if constexpr (coded_ok<Codec>() && sizeof(typename Codec::K) == 8) {
-    constexpr size_t W = vq::Ops<typename Codec::K>::W;
+  if constexpr (coded_ok<Codec>() && vq::Ops<int64_t>::W > 1) {
+    constexpr size_t W = vq::Ops<int64_t>::W;  // both layouts sort in 64-bit lanes
     if (segs.offsets || !relative) return false;
     if (segs.row_len == 2) {
       argsort_rows_lanes<Codec, 2>(ctx, c, src, size_t(segs.count), out);
@@ -745,6 +749,10 @@ bool try_argsort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T
     if constexpr (W >= 8) {
       if (segs.row_len == 4) {
         argsort_rows_lanes<Codec, 4>(ctx, c, src, size_t(segs.count), out);
+        return true;
+      }
+      if (segs.row_len == 8) {
+        argsort_rows_lanes<Codec, 8>(ctx, c, src, size_t(segs.count), out);
         return true;
       }
     }
