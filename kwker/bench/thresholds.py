@@ -35,6 +35,22 @@ CAPACITY = {"avx512": {16: 512, 32: 256, 64: 128}, "avx2": {16: 256, 32: 128, 64
             "sse4.2": {16: 128, 32: 64, 64: 32}, "portable": {16: 16, 32: 16, 64: 16}}
 
 
+# Knobs whose best value depends on the core more than on the engine: on avx512 they have one
+# row per CPU vendor ("avx512 on Intel", "avx512 on AMD"; core/tuning-inl.h's kIntelDefaults).
+VENDOR_KNOBS = {"avx512": ("sort_float_min_32", "sort_float_max_32", "sort_float_min_64",
+                           "sort_float_max_64")}
+
+
+def cpu_vendor():
+    """The vendor whose defaults this CPU takes: Intel, or AMD (every other vendor too)."""
+    return "Intel" if kwker.runtime_info()["cpu"].get("vendor") == "GenuineIntel" else "AMD"
+
+
+def section(engine, knob, vendor):
+    """The table section that holds knob's row for engine on a CPU of this vendor."""
+    return f"{engine} on {vendor}" if knob in VENDOR_KNOBS.get(engine, ()) else engine
+
+
 MIN_TIME, REPEATS = 0.02, 5  # --smoke lowers both (a check of the machinery, not a measurement)
 
 
@@ -108,6 +124,21 @@ def largest_on_balance(points):
         log_sum += math.log(r)
         if log_sum / (i + 1) >= math.log(0.97) and r >= 0.9:
             best = n
+    return best
+
+
+def best_window(points, min_points=3, min_gain=1.03):
+    """(first n, last n) of the run of consecutive sizes with the largest total gain (sum of the
+    log ratios), or None unless it spans min_points sizes at a geometric-mean ratio of at least
+    min_gain: the knob's path pays only inside a window, and a lone point is noise."""
+    best, best_sum = None, 0.0
+    for i in range(len(points)):
+        total = 0.0
+        for j in range(i, len(points)):
+            total += math.log(points[j][1])
+            if (j - i + 1 >= min_points and total > best_sum
+                    and total / (j - i + 1) >= math.log(min_gain)):
+                best, best_sum = (points[i][0], points[j][0]), total
     return best
 
 
@@ -253,14 +284,15 @@ def measure_engine(engine, args, log):
              "packed/radix by key bits (n = 1e6): " + fmt(pts))
     # Float keys compared as floats (vq::FOps) vs encoded to integer keys, in the register
     # paths (one network, two networks and a merge), on values of both signs with no NaN or
-    # -0.0 (the float path's precondition). The knob turns the float path on from the smallest
-    # size where it is faster at every larger size the register paths take; 0 if nowhere.
-    for width, dtype, knob in ((32, "float32", "sort_float_min_32"),
-                               (64, "float64", "sort_float_min_64")):
-        if not want(knob):
+    # -0.0 (the float path's precondition). The min / max knobs bound the window of sizes
+    # where the float path wins (best_window); 0 if nowhere.
+    for width, dtype in ((32, "float32"), (64, "float64")):
+        knob, top = f"sort_float_min_{width}", f"sort_float_max_{width}"
+        if not want(knob, top):
             continue
         if engine != "avx512":
             note(knob, 0, "no float comparisons on this engine")
+            note(top, 0, "no float comparisons on this engine")
             continue
         net = rt.get_tuning(f"sort_network_max_{width}")
         lo, hi = (rt.get_tuning(f"sort_pair_{e}_{width}") for e in ("min", "max"))
@@ -270,13 +302,14 @@ def measure_engine(engine, args, log):
         for n in sizes:
             a = rng.standard_normal(max(n, args.total // n * n)).astype(dtype)
             a[a == 0] = 1.0  # no -0.0 can come out of the normal sampler's zero either
-            t_float, t_int = compare(segments_call("sort", a, n), {knob: 2}, {knob: 0})
+            t_float, t_int = compare(segments_call("sort", a, n), {knob: 2, top: BIG},
+                                     {knob: 0})
             pts.append((n, t_int / t_float))
         log(f"    sort {dtype} as floats: " + fmt(pts))
-        start = smallest_winning_tail(pts, 1.0)
-        if start is not None and sum(n >= start for n, _ in pts) < 3:
-            start = None  # one or two points at the end: noise, not a crossover
-        note(knob, start if start is not None else 0, "integer keys/float compares: " + fmt(pts))
+        window = best_window(pts)
+        note(knob, window[0] if window else 0, "integer keys/float compares: " + fmt(pts))
+        note(top, window[1] if window else 0,
+             "the last size of the window above" if window else "no window above")
     kwker.set_isa(None)
     return res
 
@@ -288,7 +321,7 @@ def parse_table(text):
     for line in text.splitlines():
         if line.startswith("Machine:"):
             env_line = line
-        m = re.match(r"## (\S+)$", line)
+        m = re.match(r"## (.+)$", line)
         if m:
             engine = results.setdefault(m.group(1), {})
         m = re.match(r"\| `(\w+)` \| (\d+) \| (\d+) \| (.*) \|$", line)
@@ -303,9 +336,11 @@ def refresh(path):
     measurements: the step after copying measured values into core/tuning-inl.h."""
     with open(path) as f:
         env_line, results = parse_table(f.read())
-    for engine, res in results.items():
-        if engine not in kwker.available_isas():
-            continue
+    vendor = cpu_vendor()
+    for name, res in results.items():
+        engine, _, on = name.partition(" on ")
+        if engine not in kwker.available_isas() or on not in ("", vendor):
+            continue  # the library here cannot say another vendor's defaults
         with kwker.config(isa=engine):
             for knob, r in res.items():
                 r["in_code"] = rt.get_tuning(knob)
@@ -324,8 +359,15 @@ def markdown(results, env, env_line=None):
              "The *in code* column is the engine's compiled default (core/tuning-inl.h); "
              "`tests/python/test_thresholds.py` checks that it matches the library. Ratios in "
              "the evidence column are the time of the alternative path over the time of the "
-             "path the knob enables (> 1: the knob's path is faster).", ""]
-    for engine, res in results.items():
+             "path the knob enables (> 1: the knob's path is faster). A section named "
+             "*engine on vendor* holds that engine's knobs whose defaults differ between Intel "
+             "and AMD cores (measured on one of each; core/tuning-inl.h's kIntelDefaults); "
+             "CPUs of other vendors take the AMD values.", ""]
+    bases = [name for name in results if " on " not in name]
+    order = [n for b in bases for n in [b] + sorted(x for x in results
+                                                   if x.startswith(b + " on "))]
+    for engine in order:
+        res = results[engine]
         lines += [f"## {engine}", "", "| knob | measured | in code | evidence |",
                   "|---|---:|---:|---|"]
         for knob, r in res.items():
@@ -377,10 +419,12 @@ def main(argv=None):
     env = {"cpu": info.get("cpu", {}).get("brand"), "kwker": kwker.__version__,
            "numpy": np.__version__, "python": platform.python_version(),
            "when": time.strftime("%Y-%m-%d")}
-    results = {}
+    results, vendor = {}, cpu_vendor()
     for e in engines:
         log(f"engine {e}")
-        results[e] = measure_engine(e, args, log)
+        results.setdefault(e, {})
+        for knob, r in measure_engine(e, args, log).items():
+            results.setdefault(section(e, knob, vendor), {})[knob] = r
     if args.merge:
         with open(args.merge) as f:
             env_line, table = parse_table(f.read())

@@ -180,15 +180,16 @@ inline bool float_compares_exact() { return (_mm_getcsr() & 0x40u) == 0; }
 #endif
 
 // Whether n keys of a float codec may sort compared as floats on this engine (the values still
-// have to pass floats_plain): from the measured knob sort_float_min_32 / _64 on (0: never). One-
-// register networks are latency-bound, and float min / max have the longer latency, so they
-// keep the integer keys.
+// have to pass floats_plain): from the measured knob sort_float_min_32 / _64 up to
+// sort_float_max_32 / _64 keys (min 0: never). Where that pays depends on the core: the float
+// min / max have the longer latency on Intel, the shorter on AMD's Zen (core/tuning-inl.h).
 template <class Codec> bool floats_as_floats(size_t n) {
 #if defined(__AVX512F__)
   if constexpr (Codec::kNanPayload && sizeof(typename Codec::T) >= 4) {
-    const size_t t = size_t(tuned(sizeof(typename Codec::T) == 4 ? tune::kSortFloatMin32
-                                                                 : tune::kSortFloatMin64));
-    return t != 0 && n >= t && float_compares_exact();
+    constexpr bool k32 = sizeof(typename Codec::T) == 4;
+    const size_t lo = size_t(tuned(k32 ? tune::kSortFloatMin32 : tune::kSortFloatMin64));
+    const size_t hi = size_t(tuned(k32 ? tune::kSortFloatMax32 : tune::kSortFloatMax64));
+    return lo != 0 && n >= lo && n <= hi && float_compares_exact();
   }
 #endif
   (void)n;

@@ -12,28 +12,43 @@ namespace KWKER_ENGINE_NS {
 
 // Order of runtime/tuning.h: sort network 16/32/64; pair min/max 16, 32, 64; argsort network
 // 16/32/64; sort tiny, argsort tiny; presorted; counting 16 sort, argsort; radix64 bits;
-// float comparisons from 32, 64 (avx512 only).
+// float comparisons from 32, 64 and up to 32, 64 (avx512 only).
 #if defined(__AVX512F__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     512, 256, 128, 640, 1024, 416, 512, 192, 256, 256, 128, 128, 7, 8, 256, 600000, 65537, 10,
-    0, 33};
+    9, 9, 128, 64};
+// Intel cores measured differently where a network's min / max become float comparisons: a
+// 512-bit vminps / vminpd has a longer latency there than the integer forms, while AMD's Zen
+// cores run the float forms faster on short networks (thresholds.md, "avx512 on Intel" and
+// "avx512 on AMD"). CPUs of other vendors take the first table.
+constexpr int64_t kIntelDefaults[][2] = {{tune::kSortFloatMin32, 0},
+                                         {tune::kSortFloatMin64, 33},
+                                         {tune::kSortFloatMax32, 0},
+                                         {tune::kSortFloatMax64, 256}};
 #elif defined(__AVX2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    256, 128, 64, 448, 512, 256, 256, 104, 128, 128, 64, 64, 7, 7, 256, 350000, 60000, 11, 0, 0};
+    256, 128, 64, 448, 512, 256, 256, 104, 128, 128, 64, 64, 7, 7, 256, 350000, 60000, 11,
+    0, 0, 0, 0};
 #elif defined(__SSE4_2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    128, 64, 32, 192, 256, 128, 128, 0, 0, 64, 32, 32, 7, 7, 256, 100000, 30000, 22, 0, 0};
+    128, 64, 32, 192, 256, 128, 128, 0, 0, 64, 32, 32, 7, 7, 256, 100000, 30000, 22, 0, 0, 0, 0};
 #else
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    16, 16, 16, 0, 0, 0, 0, 0, 0, 16, 16, 16, 8, 8, 16384, 10000, 10000, 22, 0, 0};
+    16, 16, 16, 0, 0, 0, 0, 0, 0, 16, 16, 16, 8, 8, 16384, 10000, 10000, 22, 0, 0, 0, 0};
 #endif
 
+inline int64_t tuning_default(int k) {
+  if (k < 0 || k >= tune::kKnobCount) return -1;
+#if defined(__AVX512F__)
+  if (tune::g_intel_cpu && k >= tune::kSortFloatMin32)
+    for (const auto &d : kIntelDefaults)
+      if (d[0] == k) return d[1];
+#endif
+  return kTuningDefaults[k];
+}
 inline int64_t tuned(tune::Knob k) {
   const int64_t v = tune::override_of(k);
-  return v < 0 ? kTuningDefaults[k] : v;
-}
-inline int64_t tuning_default(int k) {
-  return k >= 0 && k < tune::kKnobCount ? kTuningDefaults[k] : -1;
+  return v < 0 ? tuning_default(k) : v;
 }
 
 }  // namespace KWKER_ENGINE_NS

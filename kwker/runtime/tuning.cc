@@ -12,7 +12,16 @@ const char *const kKnobNames[kKnobCount] = {
     "argsort_network_max_16", "argsort_network_max_32", "argsort_network_max_64",
     "sort_tiny_max",          "argsort_tiny_max",       "presorted_min",
     "count16_sort_min",       "count16_argsort_min",    "radix64_argsort_max_bits",
-    "sort_float_min_32",      "sort_float_min_64"};
+    "sort_float_min_32",      "sort_float_min_64",      "sort_float_max_32",
+    "sort_float_max_64"};
+
+namespace {
+bool detect_intel() {
+  __builtin_cpu_init();  // runs before the library's own constructors may have
+  return __builtin_cpu_is("intel");
+}
+}  // namespace
+const bool g_intel_cpu = detect_intel();
 
 int64_t g_override[kKnobCount] = {};  // value + 1, so zero (static init) means "none"
 

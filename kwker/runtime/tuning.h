@@ -35,10 +35,12 @@ enum Knob : int {
   kCount16ArgsortMin,  // 16-bit stable counting argsort from this many keys on (radix)
   kRadix64MaxBits,     // 64-bit argsort: LSD radix when the key range spans <= this many bits
   // Register sorts of float32 / float64 values (no NaN or -0.0 among them) compare them as
-  // floats from this many keys on; 0: never (the only setting on engines without float
-  // comparisons, core/coded-inl.h).
+  // floats from min to max keys; min 0: never (the only setting on engines without float
+  // comparisons, core/coded-inl.h). Their defaults differ between Intel and AMD cores.
   kSortFloatMin32,
   kSortFloatMin64,
+  kSortFloatMax32,
+  kSortFloatMax64,
   kKnobCount
 };
 
@@ -50,6 +52,9 @@ inline int64_t override_of(Knob k) {
   return __atomic_load_n(&g_override[k], __ATOMIC_RELAXED) - 1;
 }
 int knob_by_name(const char *name);  // -1 when unknown
+// Whether this is an Intel CPU: some knobs have a second set of defaults for Intel cores
+// (core/tuning-inl.h). Set once, before main, from CPUID.
+extern const bool g_intel_cpu;
 void set_override(int knob, int64_t value);
 
 }  // namespace tune

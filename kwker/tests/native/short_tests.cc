@@ -179,7 +179,8 @@ void test_knob_boundaries() {
                          "sort_pair_max_32",       "sort_pair_min_64",       "sort_pair_max_64",
                          "argsort_network_max_16", "argsort_network_max_32", "argsort_network_max_64",
                          "sort_tiny_max",          "argsort_tiny_max",       "presorted_min",
-                         "sort_float_min_32",      "sort_float_min_64"};
+                         "sort_float_min_32",      "sort_float_min_64",      "sort_float_max_32",
+                         "sort_float_max_64"};
   for (const char *e : g_engines) {
     kwker_set_isa(e);
     std::vector<int64_t> sizes;
@@ -308,7 +309,7 @@ void test_few_distinct() {
       }
 }
 
-// Float keys compared as floats (vq::FOps, from sort_float_min_32 / _64 keys on, where the
+// Float keys compared as floats (vq::FOps, from sort_float_min_32 / _64 to _max_ keys, where the
 // engine has them): finite values with denormals, both infinities, +0.0 and ties, so that the
 // float path is taken; then one -0.0 or one NaN among them (both must send the call back to the
 // integer keys) and MXCSR's DAZ bit set (float comparisons would read denormals as zero). Each
@@ -353,8 +354,11 @@ void test_float_compares() {
                            128, 129, 200, 255, 256, 257, 300, 511, 512, 513, 1000, 4099, 150001};
   for (int dtype : {KWKER_FLOAT32, KWKER_FLOAT64})
     for (int pass = 0; pass < 4; ++pass) {  // default knobs, forced on, off, DAZ set
-      const char *k = dtype == KWKER_FLOAT32 ? "sort_float_min_32" : "sort_float_min_64";
-      kwker_set_tuning(k, pass == 1 || pass == 3 ? 2 : pass == 2 ? 0 : -1);
+      const bool f32 = dtype == KWKER_FLOAT32;
+      kwker_set_tuning(f32 ? "sort_float_min_32" : "sort_float_min_64",
+                       pass == 1 || pass == 3 ? 2 : pass == 2 ? 0 : -1);
+      kwker_set_tuning(f32 ? "sort_float_max_32" : "sort_float_max_64",
+                       pass == 1 || pass == 3 ? int64_t(1) << 40 : -1);
       const unsigned csr = _mm_getcsr();
       if (pass == 3) _mm_setcsr(csr | 0x40u);
       for (int64_t n : sizes)
@@ -388,7 +392,8 @@ void test_float_compares() {
             }
           }
       _mm_setcsr(csr);
-      kwker_set_tuning(k, -1);
+      kwker_set_tuning(f32 ? "sort_float_min_32" : "sort_float_min_64", -1);
+      kwker_set_tuning(f32 ? "sort_float_max_32" : "sort_float_max_64", -1);
     }
 }
 

@@ -17,7 +17,7 @@ BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench"
 def _table(text):
     engines, current = {}, None
     for line in text.splitlines():
-        m = re.match(r"## (\S+)$", line)
+        m = re.match(r"## (.+)$", line)
         if m:
             current = engines.setdefault(m.group(1), {})
         m = re.match(r"\| `(\w+)` \| (\d+) \| (\d+) \| ", line)
@@ -27,20 +27,38 @@ def _table(text):
 
 
 TABLE = _table((BENCH / "thresholds.md").read_text())
+VENDOR = "Intel" if kwker.runtime_info()["cpu"].get("vendor") == "GenuineIntel" else "AMD"
+
+
+def _vendor_sections(engine):
+    return {s: knobs for s, knobs in TABLE.items() if s.startswith(engine + " on ")}
 
 
 def test_the_table_covers_every_knob_of_every_engine():
-    assert set(TABLE) == set(kwker.ENGINES)
-    for engine, knobs in TABLE.items():
-        assert set(knobs) == set(_runtime.TUNING_KNOBS), engine
+    """Each engine's section plus, where it has them, its per-vendor sections (both vendors,
+    the same knobs) name every knob once."""
+    assert {s.split(" on ")[0] for s in TABLE} == set(kwker.ENGINES)
+    for engine in kwker.ENGINES:
+        own = set(TABLE[engine])
+        vendors = _vendor_sections(engine)
+        if vendors:
+            assert set(vendors) == {f"{engine} on Intel", f"{engine} on AMD"}, engine
+            split = {frozenset(k) for k in vendors.values()}
+            assert len(split) == 1 and not own & set(next(iter(split))), engine
+            own |= set(next(iter(split)))
+        assert own == set(_runtime.TUNING_KNOBS), engine
 
 
 @pytest.mark.parametrize("engine", kwker.ENGINES)
 def test_compiled_defaults_are_the_measured_values(engine):
+    """The library's defaults on this CPU are the engine's rows and, for the per-vendor knobs,
+    the rows of this CPU's vendor."""
     if engine not in kwker.available_isas():
         pytest.skip(f"this CPU does not run the {engine} engine")
+    rows = dict(TABLE[engine])
+    rows.update(TABLE.get(f"{engine} on {VENDOR}", {}))
     with kwker.config(isa=engine):
-        for knob, (measured, in_code) in TABLE[engine].items():
+        for knob, (measured, in_code) in rows.items():
             assert _runtime.get_tuning(knob) == in_code, (engine, knob)
             assert in_code == measured, (engine, knob, "re-run bench/thresholds.py and copy "
                                                        "the measured value into core/tuning-inl.h")
@@ -85,3 +103,29 @@ def test_knob_errors_name_the_knob():
         _runtime.set_tuning("bogus", 1)
     with pytest.raises(ValueError, match="sort_tiny_max must be >= 0, or -1"):
         _runtime.set_tuning("sort_tiny_max", -5)
+
+
+def test_the_intel_defaults_in_code_are_the_intel_rows():
+    """core/tuning-inl.h's kIntelDefaults is the 'avx512 on Intel' section, checked from the
+    source so that a machine of either vendor catches a drift (the library reports only its own
+    vendor's defaults)."""
+    src = (BENCH.parent / "core" / "tuning-inl.h").read_text()
+    block = re.search(r"kIntelDefaults\[\]\[2\] = \{(.*?)\};", src, re.S).group(1)
+    in_code = {}
+    for name, value in re.findall(r"\{tune::k(\w+), (\d+)\}", block):
+        knob = re.sub(r"(?<=[a-z])(?=[A-Z0-9])", "_", name).lower()
+        in_code[knob] = int(value)
+    assert in_code == {k: row[1] for k, row in TABLE["avx512 on Intel"].items()}
+
+
+def test_best_window_picks_the_run_that_gains_most():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import thresholds
+    finally:
+        sys.path.remove(str(BENCH))
+    pts = [(9, 0.8), (16, 1.2), (24, 1.2), (32, 1.3), (64, 0.99), (128, 1.2), (256, 0.7)]
+    assert thresholds.best_window(pts) == (16, 128)  # one point at 0.99 does not split it
+    assert thresholds.best_window([(9, 1.2), (16, 1.2), (24, 0.5)]) is None  # two points
+    assert thresholds.best_window([(n, 1.01) for n in (9, 16, 24, 32)]) is None  # noise-level
+    assert thresholds.best_window([(9, 0.9), (16, 1.1), (24, 1.1), (32, 1.1)]) == (16, 32)
