@@ -210,6 +210,7 @@ KWKER_API const char *kwker_linear_kernel(int mode, int64_t m) {
       case kPromptAmxBf16: return "amx-bf16";
       case kPromptAmxInt8: return "amx-int8";
       case kPromptVnniInt8: return "vnni-int8";
+      case kPromptAvx512Bf16: return "avx512-bf16";
       default: break;
     }
   }

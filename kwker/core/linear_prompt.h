@@ -6,8 +6,9 @@
 //     is an exact int32, and acc = fma(float(isum), dw * dx, acc) per block in K order (int4 adds
 //     acc = fma(float(sum q), min * dx, acc)); the bias is added last. AMX and VNNI give the same
 //     bits; other engines (and fewer rows) keep float activations.
-//   medium (AMX only): x rounded to bfloat16, TDPBF16PS accumulates in float32 in the tile unit's
-//     own order; KWKER_AMX=0 gives the float kernels' results back.
+//   medium: x rounded to bfloat16; on AMX TDPBF16PS accumulates in float32 in the tile unit's
+//     own order, without AMX (AVX512_BF16) VDPBF16PS adds two products per lane and k pair in k
+//     order; KWKER_AMX=0 gives the float kernels' results back.
 #ifndef KWKER_CORE_LINEAR_PROMPT_H_
 #define KWKER_CORE_LINEAR_PROMPT_H_
 #include <cstdint>
@@ -20,7 +21,13 @@ namespace kwker {
 // streaming kernels win, since the weights are read once whatever the row count.
 constexpr int64_t kLinPromptRows = 16;
 
-enum PromptKernel { kPromptNone = 0, kPromptAmxBf16, kPromptAmxInt8, kPromptVnniInt8 };
+enum PromptKernel {
+  kPromptNone = 0,
+  kPromptAmxBf16,
+  kPromptAmxInt8,
+  kPromptVnniInt8,
+  kPromptAvx512Bf16
+};
 
 PromptKernel linear_prompt_kernel_avx512(int mode, int64_t m);
 // 1: done; 0: not a prompt call for these kernels (run the float kernels); -1: out of memory.

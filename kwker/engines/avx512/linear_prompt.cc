@@ -8,11 +8,15 @@
 // the same integer), and the float steps after it are fixed, so the AMX and the VNNI kernels give
 // the same bits. "medium" on AMX rounds x to bfloat16 and runs TDPBF16PS: its summation order is
 // the tile unit's own, so these results differ in the last bits from the float kernels; KWKER_AMX=0
-// gives those back.
+// gives those back. Without AMX, "medium" runs VDPBF16PS (AVX512_BF16, e.g. AMD Zen 4/5) on the
+// same bfloat16 x: two bf16 products added to each float32 lane per instruction, twice the float
+// FMA's work, in an order no other kernel reproduces either; KWKER_AMX=0 turns it off too, so
+// that one setting gives the reproducible float kernels back on every CPU.
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -47,13 +51,15 @@ int amx_permission() {  // 1 granted, 0 refused; asked once per process (Linux 5
   return granted;
 }
 
-bool amx_allowed() {
-  // Read at each prompt call (cheap beside a prompt GEMM), so a test can switch it. Unset, ""
-  // and "1" allow AMX; "0" and anything else (which kwker.cpu_backend rejects) keep it off.
+// KWKER_AMX read at each prompt call (cheap beside a prompt GEMM), so a test can switch it.
+// Unset, "" and "1" allow the kernels whose bits no other engine reproduces (AMX, VDPBF16PS);
+// "0" and anything else (which kwker.cpu_backend rejects) keep them off.
+bool unreproducible_allowed() {
   const char *e = std::getenv("KWKER_AMX");
-  if (e && *e && std::strcmp(e, "1") != 0) return false;
-  return amx_permission() == 1;
+  return !(e && *e && std::strcmp(e, "1") != 0);
 }
+
+bool amx_allowed() { return unreproducible_allowed() && amx_permission() == 1; }
 
 // ---------------------------------------------------------------- activations
 // The 32 floats at p of which the first `valid` exist (valid may be <= 0 or > 32); the others
@@ -460,6 +466,61 @@ void bf16_task(void *ctx, int task) {
   std::free(bw);
 }
 
+// ---------------------------------------------------------------- medium on VDPBF16PS
+// The strip's B operand as load_bf16_strip lays it out for AMX (per 32-wide k step and half,
+// 16 rows of k pairs x 16 columns) is also the register layout VDPBF16PS wants: one k pair of 16
+// columns per zmm. Eight rows of x at a time, each k pair broadcast: 16 accumulators (8 rows x 2
+// halves), two B registers, one broadcast; per k pair 16 VDPBF16PS to 10 loads (12 rows, 24 to
+// 14, measured no faster on Zen 5). x has zero rows up to a multiple of kDpRows.
+constexpr int kDpRows = 8;
+
+void dpbf16_rows(const BJob &jb, const uint16_t *bw, int64_t st, int64_t t) {
+  __m512 acc[kDpRows][2];
+  for (int r = 0; r < kDpRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  const int64_t steps = jb.kp2 / 32;
+  const uint16_t *xr = jb.xa + t * jb.kp2;
+  for (int64_t s = 0; s < steps; ++s) {
+    const uint16_t *b0 = bw + (s * 2) * 512, *b1 = bw + (s * 2 + 1) * 512;
+    for (int rr = 0; rr < 16; ++rr) {
+      const __m512bh w0 = (__m512bh)_mm512_load_si512(b0 + rr * 32);
+      const __m512bh w1 = (__m512bh)_mm512_load_si512(b1 + rr * 32);
+      for (int r = 0; r < kDpRows; ++r) {
+        int32_t pair;
+        std::memcpy(&pair, xr + r * jb.kp2 + s * 32 + 2 * rr, 4);
+        const __m512bh a = (__m512bh)_mm512_set1_epi32(pair);
+        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, w0);
+        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, w1);
+      }
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    const int64_t c0 = st * 32 + h * 16;
+    if (c0 >= jb.n) continue;
+    const int cols = int(jb.n - c0 < 16 ? jb.n - c0 : 16);
+    const __mmask16 cm = cols == 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+    const __m512 bias = jb.bias ? _mm512_maskz_loadu_ps(cm, jb.bias + c0) : _mm512_setzero_ps();
+    for (int r = 0; r < kDpRows && t + r < jb.m; ++r)
+      _mm512_mask_storeu_ps(jb.y + (t + r) * jb.n + c0, cm,
+                            jb.bias ? _mm512_add_ps(acc[r][h], bias) : acc[r][h]);
+  }
+}
+
+void dpbf16_task(void *ctx, int task) {
+  BJob &jb = *static_cast<BJob *>(ctx);
+  const int64_t s0 = jb.nstrips * task / jb.ntasks, s1 = jb.nstrips * (task + 1) / jb.ntasks;
+  if (s0 >= s1) return;
+  uint16_t *bw = static_cast<uint16_t *>(std::aligned_alloc(64, size_t(jb.kp2 / 32) * 2 * 1024));
+  if (!bw) {
+    jb.failed = true;
+    return;
+  }
+  for (int64_t st = s0; st < s1; ++st) {
+    load_bf16_strip(jb, st, bw);
+    for (int64_t t = 0; t < jb.m; t += kDpRows) dpbf16_rows(jb, bw, st, t);
+  }
+  std::free(bw);
+}
+
 struct QuantRows {
   const float *x;
   int64_t k, kp, nb, m;
@@ -482,7 +543,9 @@ PromptKernel linear_prompt_kernel_avx512(int mode, int64_t m) {
   if (m < kLinPromptRows || mode == kLinF32) return kPromptNone;
   const CpuInfo &c = cpu_info();
   const bool amx = amx_allowed();
-  if (mode == kLinBF16) return amx ? kPromptAmxBf16 : kPromptNone;
+  if (mode == kLinBF16)
+    return amx ? kPromptAmxBf16
+               : (c.avx512_bf16 && unreproducible_allowed() ? kPromptAvx512Bf16 : kPromptNone);
   if (amx) return kPromptAmxInt8;
   return c.avx512_vnni ? kPromptVnniInt8 : kPromptNone;
 }
@@ -495,7 +558,7 @@ int linear_prompt_avx512(CallCtx &ctx, int mode, const float *x, int64_t m, int6
   const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t npanels = (n + kLinNR - 1) / kLinNR;
   const int64_t panel_bytes = lin_panel_bytes(mode, kp, group);
-  if (kern == kPromptAmxBf16) {
+  if (kern == kPromptAmxBf16 || kern == kPromptAvx512Bf16) {
     BJob jb;
     jb.m = m;
     jb.mpad = lin_round_up(m, 16);
@@ -509,9 +572,10 @@ int linear_prompt_avx512(CallCtx &ctx, int mode, const float *x, int64_t m, int6
     jb.bias = bias;
     jb.y = y;
     jb.failed = false;
-    uint16_t *xa = static_cast<uint16_t *>(std::aligned_alloc(64, size_t(lin_round_up(jb.mpad * jb.kp2 * 2, 64))));
+    const int64_t xrows = kern == kPromptAmxBf16 ? jb.mpad : lin_round_up(m, kDpRows);
+    uint16_t *xa = static_cast<uint16_t *>(std::aligned_alloc(64, size_t(lin_round_up(xrows * jb.kp2 * 2, 64))));
     if (!xa) return -1;
-    std::memset(xa, 0, size_t(jb.mpad * jb.kp2 * 2));
+    std::memset(xa, 0, size_t(xrows * jb.kp2 * 2));
     for (int64_t r = 0; r < m; ++r) {  // round to nearest even, as torch's .to(bfloat16)
       for (int64_t c = 0; c < k; c += 32) {
         __m512 lo, hi;
@@ -522,7 +586,7 @@ int linear_prompt_avx512(CallCtx &ctx, int mode, const float *x, int64_t m, int6
     jb.xa = xa;
     jb.ntasks = lin_threads(ctx.threads, panel_bytes * npanels * (m / 16), jb.nstrips);
     ctx.used_threads = jb.ntasks;
-    rt::run_parallel(jb.ntasks, bf16_task, &jb);
+    rt::run_parallel(jb.ntasks, kern == kPromptAmxBf16 ? bf16_task : dpbf16_task, &jb);
     std::free(xa);
     return jb.failed ? -1 : 1;
   }

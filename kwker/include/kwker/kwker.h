@@ -184,7 +184,8 @@ KWKER_API int kwker_linear(int mode, const float *x, int64_t m, int64_t k, const
                            int64_t n, int64_t group, const float *bias, float *y, int threads);
 
 /* The kernel kwker_linear runs for m rows in this mode on the selected engine, now: "amx-bf16"
- * ("medium", x rounded to bfloat16, AMX tiles), "amx-int8" or "vnni-int8" (int8 / int4 with x
+ * ("medium", x rounded to bfloat16, AMX tiles), "avx512-bf16" ("medium" without AMX, x rounded to
+ * bfloat16, VDPBF16PS; KWKER_AMX=0 turns it off too), "amx-int8" or "vnni-int8" (int8 / int4 with x
  * quantised per 32-block to int8; both give the same bits), or the engine's name (float
  * activations, identical on every engine). The prompt kernels start at 16 rows; AMX needs the
  * CPU, Linux's permission (arch_prctl, 5.16+) and KWKER_AMX not 0. NULL for a bad mode. */

@@ -11,6 +11,10 @@
 
 #include "kwker/kwker.h"
 
+// A contiguous result tensor, large ones from Kwker's scratch cache (ops.cc): fresh pages for
+// every prompt's output cost as much as the prompt GEMM writing it.
+at::Tensor kwker_cached_result(c10::IntArrayRef sizes, at::ScalarType dtype);
+
 namespace {
 
 using at::Tensor;
@@ -119,7 +123,7 @@ Tensor linear(const Tensor &x, const Tensor &packed, const std::optional<Tensor>
   }
   auto shape = x.sizes().vec();
   shape.back() = n;
-  Tensor y = at::empty(shape, at::TensorOptions().dtype(at::kFloat));
+  Tensor y = kwker_cached_result(shape, at::kFloat);
   const int64_t m = k ? xc.numel() / k : 0;
   OnTorchThreads on_torch;
   check(kwker_linear(int(mode), xc.data_ptr<float>(), m, k, packed.data_ptr(), n, group, b,

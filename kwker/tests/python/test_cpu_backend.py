@@ -10,6 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import kwker  # noqa: E402
 import kwker.cpu_backend as cb  # noqa: E402
 from kwker.cpu_backend._linear import KwkerLinear  # noqa: E402
 from kwker.torch_ops import _compiled  # noqa: E402
@@ -193,6 +194,8 @@ def test_status_and_doctor_report_the_backend():
     if st["amx"]["on"]:
         assert kern["prompt"] == {"high": "avx512", "medium": "amx-bf16", "int8": "amx-int8",
                                   "int4": "amx-int8"}
+    elif st["engine"] == "avx512" and kwker.runtime_info()["cpu"]["features"]["avx512_bf16"]:
+        assert kern["prompt"]["medium"] == "avx512-bf16"  # VDPBF16PS where there is no AMX
     assert "decoder_packages" in st
     env = dict(os.environ, KWKER_AMX="0")
     out = subprocess.run([sys.executable, "-m", "kwker", "doctor", "--json"], env=env,
