@@ -13,8 +13,10 @@ _INT64 = np.dtype(np.int64)
 
 def sort(a, axis=None, *, descending=False, nans_first=False, threads=None):
     """Sorted copy of `a` (flattened when axis is None, else along `axis`)."""
+    # The default call (axis None on a 1-D array) is tested inline: a function call is a tenth
+    # of the whole call's time for a short array.
     if type(a) is _ndarray and not descending and not nans_first and threads is None and \
-            _last_axis(a, axis):
+            (a.ndim == 1 if axis is None else _last_axis(a, axis)):
         out = _backend.sort_last(a)  # contiguous native arrays: one C call, no Python work
         if out is not None:
             return out
@@ -55,7 +57,7 @@ def _contiguous_native(arr, native):
 def argsort(a, axis=None, *, descending=False, nans_first=False, threads=None):
     """Stable argsort (int64): of the flattened array when axis is None, else along `axis`."""
     if type(a) is _ndarray and not descending and not nans_first and threads is None and \
-            _last_axis(a, axis):
+            (a.ndim == 1 if axis is None else _last_axis(a, axis)):
         out = _backend.argsort_last(a)  # contiguous native arrays: one C call
         if out is not None:
             return out
