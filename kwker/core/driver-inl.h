@@ -717,7 +717,7 @@ inline int e_sort_segments(CallCtx &ctx, int dtype, const void *src, void *dst,
   });
 }
 
-// Stable argsort of rows of G keys (G = 2 or 4), several rows per register (coded-inl.h: 64-bit
+// Stable argsort of rows of G keys (G = 2, 4, 8), several rows per register (coded-inl.h: 64-bit
 // keys beside a register of indices, narrower keys packed with their index), split over the
 // threads; the tail takes the short path row by row.
 template <class Codec, size_t G>
