@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "dispatch/cpu.h"
+
 namespace kwker {
 namespace tune {
 
@@ -15,13 +17,9 @@ const char *const kKnobNames[kKnobCount] = {
     "sort_float_min_32",      "sort_float_min_64",      "sort_float_max_32",
     "sort_float_max_64"};
 
-namespace {
-bool detect_intel() {
-  __builtin_cpu_init();  // runs before the library's own constructors may have
-  return __builtin_cpu_is("intel");
-}
-}  // namespace
-const bool g_intel_cpu = detect_intel();
+// From the one CPUID reader the dispatch and the doctor use (a function-local static, so safe
+// to call during static initialisation).
+const bool g_intel_cpu = cpu_info().vendor == "GenuineIntel";
 
 int64_t g_override[kKnobCount] = {};  // value + 1, so zero (static init) means "none"
 
