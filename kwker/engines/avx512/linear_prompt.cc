@@ -216,15 +216,20 @@ struct QJob {
   bool failed;
 };
 
-void store_rows(const QJob &jb, int64_t strip, int64_t r0, int rows, const __m512 *acc) {
-  const int64_t c0 = strip * kStrip;
-  const int cols = int(jb.n - c0 < kStrip ? jb.n - c0 : kStrip);
+// Every kernel's results: y[r0 + r, c0 .. c0 + 15] = v[r * step] + bias for r < rows, keeping to
+// the m rows and n columns of y (c0 < n).
+inline void store_block(float *y, int64_t m, int64_t n, const float *bias, int64_t r0, int rows,
+                        int64_t c0, const __m512 *v, int step) {
+  const int cols = int(n - c0 < kStrip ? n - c0 : kStrip);
   const __mmask16 cm = cols == 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
-  const __m512 bias = jb.bias ? _mm512_maskz_loadu_ps(cm, jb.bias + c0) : _mm512_setzero_ps();
-  for (int r = 0; r < rows; ++r)
-    if (r0 + r < jb.m)
-      _mm512_mask_storeu_ps(jb.y + (r0 + r) * jb.n + c0, cm,
-                            jb.bias ? _mm512_add_ps(acc[r], bias) : acc[r]);
+  const __m512 b = bias ? _mm512_maskz_loadu_ps(cm, bias + c0) : _mm512_setzero_ps();
+  for (int r = 0; r < rows && r0 + r < m; ++r)
+    _mm512_mask_storeu_ps(y + (r0 + r) * n + c0, cm,
+                          bias ? _mm512_add_ps(v[r * step], b) : v[r * step]);
+}
+
+void store_rows(const QJob &jb, int64_t strip, int64_t r0, int rows, const __m512 *acc) {
+  store_block(jb.y, jb.m, jb.n, jb.bias, r0, rows, strip * kStrip, acc, 1);
 }
 
 struct TileConfig {
@@ -450,15 +455,9 @@ void bf16_task(void *ctx, int task) {
           default: _tile_stored(3, cbuf, 64); break;
         }
         const int64_t r0 = t + (q / 2) * 16, c0 = st * 32 + (q % 2) * 16;
-        if (c0 >= jb.n) continue;
-        const int cols = int(jb.n - c0 < 16 ? jb.n - c0 : 16);
-        const __mmask16 cm = cols == 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
-        const __m512 bias = jb.bias ? _mm512_maskz_loadu_ps(cm, jb.bias + c0) : _mm512_setzero_ps();
-        for (int r = 0; r < 16 && r0 + r < jb.m; ++r) {
-          __m512 v = _mm512_load_ps(cbuf[r]);
-          if (jb.bias) v = _mm512_add_ps(v, bias);
-          _mm512_mask_storeu_ps(jb.y + (r0 + r) * jb.n + c0, cm, v);
-        }
+        if (c0 < jb.n)
+          store_block(jb.y, jb.m, jb.n, jb.bias, r0, 16, c0,
+                      reinterpret_cast<const __m512 *>(cbuf), 1);
       }
     }
   }
@@ -493,16 +492,9 @@ void dpbf16_rows(const BJob &jb, const uint16_t *bw, int64_t st, int64_t t) {
       }
     }
   }
-  for (int h = 0; h < 2; ++h) {
-    const int64_t c0 = st * 32 + h * 16;
-    if (c0 >= jb.n) continue;
-    const int cols = int(jb.n - c0 < 16 ? jb.n - c0 : 16);
-    const __mmask16 cm = cols == 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
-    const __m512 bias = jb.bias ? _mm512_maskz_loadu_ps(cm, jb.bias + c0) : _mm512_setzero_ps();
-    for (int r = 0; r < kDpRows && t + r < jb.m; ++r)
-      _mm512_mask_storeu_ps(jb.y + (t + r) * jb.n + c0, cm,
-                            jb.bias ? _mm512_add_ps(acc[r][h], bias) : acc[r][h]);
-  }
+  for (int h = 0; h < 2; ++h)
+    if (st * 32 + h * 16 < jb.n)
+      store_block(jb.y, jb.m, jb.n, jb.bias, t, kDpRows, st * 32 + h * 16, &acc[0][h], 2);
 }
 
 void dpbf16_task(void *ctx, int task) {
