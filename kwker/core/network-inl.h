@@ -66,10 +66,94 @@ KWKER_VQ_INLINE void bitonic_stages(typename S::V* v) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// The same network in the transposed layout: key index i = lane * K + vector. Index bits below
+// log2(K) are then vector bits, so every layer with a mask below K (all of stages 2..K, and the
+// last log2(K) layers of every later stage) is whole vectors against whole vectors, one min and
+// one max per pair, where the plain layout spends a permute, a min and a masked max per vector
+// on its in-lane layers. For 256 int32 keys (K = W = 16) that is about 800 vector operations
+// against 1,450, plus the 64 shuffles of one transpose back to the plain layout at the end.
+// Engines opt in with S::kTransposedNetwork; they then provide transpose_square (W vectors of W
+// lanes, in place), transpose_half (W / 2 vectors, output vector u = lanes 2u and 2u + 1 of
+// every input vector) and cx_flip<M>, the flip layer of a block wider than K, which pairs vector a
+// with vector b's lanes permuted by M: the lower index is the one in the lower lane (lane bits
+// are the high bits), so each result blends minima and maxima by lane.
+template <class S, class = void> struct TransposedNetwork {
+  static constexpr bool value = false;
+};
+template <class S> struct TransposedNetwork<S, decltype(void(S::kTransposedNetwork))> {
+  static constexpr bool value = S::kTransposedNetwork;
+};
+
+template <class S, size_t K, size_t M>
+KWKER_VQ_INLINE void cx_layer_t(typename S::V* v) {
+  constexpr size_t mv = M % K;  // vector part of the mask
+  constexpr size_t ml = M / K;  // lane part of the mask
+  if constexpr (ml == 0) {
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) {
+      const size_t p = i ^ mv;
+      if (p > i) S::minmax(v[i], v[p], v[i], v[p]);
+    }
+  } else if constexpr (mv == 0) {
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) v[i] = S::template cx_lanes<unsigned(ml)>(v[i]);
+  } else {
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) {
+      const size_t p = i ^ mv;
+      if (p > i) S::template cx_flip<unsigned(ml)>(v[i], v[p]);
+    }
+  }
+}
+
+template <class S, size_t K, size_t J>
+KWKER_VQ_INLINE void cx_merge_layers_t(typename S::V* v) {
+  if constexpr (J >= 1) {
+    cx_layer_t<S, K, J>(v);
+    cx_merge_layers_t<S, K, J / 2>(v);
+  }
+}
+
+template <class S, size_t K, size_t k>
+KWKER_VQ_INLINE void bitonic_stages_t(typename S::V* v) {
+  if constexpr (k <= K * S::W) {
+    cx_layer_t<S, K, k - 1>(v);
+    cx_merge_layers_t<S, K, k / 4>(v);
+    bitonic_stages_t<S, K, 2 * k>(v);
+  }
+}
+
+// Transposed layout (K = c * W) back to the plain one: key l * K + h * W + m, held by vector
+// h * W + m in lane l, belongs in vector c * l + h, lane m; so each block of W vectors is
+// transposed as a square and its row l becomes vector c * l + h.
+template <class S, size_t K>
+KWKER_VQ_INLINE void untranspose(typename S::V* v) {
+  using V = typename S::V;
+  constexpr size_t W = S::W, c = K / W;
+  V out[K];
+#pragma GCC unroll 32
+  for (size_t h = 0; h < c; ++h) {
+    S::transpose_square(v + h * W);
+#pragma GCC unroll 32
+    for (size_t l = 0; l < W; ++l) out[c * l + h] = v[h * W + l];
+  }
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K; ++i) v[i] = out[i];
+}
+
 // Sorts the K * W keys held in v[0..K) (K a power of two).
 template <class S, size_t K>
 KWKER_VQ_INLINE void sort_vectors(typename S::V* v) {
-  bitonic_stages<S, K, 2>(v);
+  if constexpr (TransposedNetwork<S>::value && K >= S::W && K % S::W == 0) {
+    bitonic_stages_t<S, K, 2>(v);
+    untranspose<S, K>(v);
+  } else if constexpr (TransposedNetwork<S>::value && 2 * K == S::W) {
+    bitonic_stages_t<S, K, 2>(v);
+    S::transpose_half(v);
+  } else {
+    bitonic_stages<S, K, 2>(v);
+  }
 }
 
 // Sorts a[0..n) with n <= K * W: loads whole vectors, the tail (if any) as a partial

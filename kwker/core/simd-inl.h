@@ -178,6 +178,94 @@ alignas(64) constexpr ByteIndexTable kSplit64x8 = make_split_table8();
 
 template <class T> struct Ops;
 
+// In-place transposes of a square of registers, for the transposed networks of network-inl.h:
+// 16 x 16 32-bit lanes and 8 x 8 64-bit lanes. Unpacks make 4 x 4 (2 x 2) blocks inside each
+// 128-bit lane, then two rounds of 128-bit lane shuffles gather the blocks of one column.
+KWKER_VQ_INLINE void transpose_16x16_epi32(__m512i* r) {
+  __m512i t[16], u[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {  // u[4i + j], 128-bit lane q: rows 4i..4i+3 of column 4q + j
+    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    const __m512i s0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88);
+    const __m512i s1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xDD);
+    const __m512i s2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88);
+    const __m512i s3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xDD);
+    r[j] = _mm512_shuffle_i32x4(s0, s2, 0x88);
+    r[4 + j] = _mm512_shuffle_i32x4(s1, s3, 0x88);
+    r[8 + j] = _mm512_shuffle_i32x4(s0, s2, 0xDD);
+    r[12 + j] = _mm512_shuffle_i32x4(s1, s3, 0xDD);
+  }
+}
+KWKER_VQ_INLINE void transpose_8x8_epi64(__m512i* r) {
+  __m512i t[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {  // t[2i + j], 128-bit lane q: rows 2i, 2i+1 of column 2q + j
+    t[2 * i] = _mm512_unpacklo_epi64(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi64(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int j = 0; j < 2; ++j) {
+    const __m512i s0 = _mm512_shuffle_i64x2(t[j], t[2 + j], 0x88);
+    const __m512i s1 = _mm512_shuffle_i64x2(t[j], t[2 + j], 0xDD);
+    const __m512i s2 = _mm512_shuffle_i64x2(t[4 + j], t[6 + j], 0x88);
+    const __m512i s3 = _mm512_shuffle_i64x2(t[4 + j], t[6 + j], 0xDD);
+    r[j] = _mm512_shuffle_i64x2(s0, s2, 0x88);
+    r[2 + j] = _mm512_shuffle_i64x2(s1, s3, 0x88);
+    r[4 + j] = _mm512_shuffle_i64x2(s0, s2, 0xDD);
+    r[6 + j] = _mm512_shuffle_i64x2(s1, s3, 0xDD);
+  }
+}
+
+// Half squares: 8 registers of 16 32-bit lanes (4 of 8 64-bit lanes), transposed into the
+// plain layout: output vector u holds column 2u, then column 2u + 1.
+KWKER_VQ_INLINE void transpose_8x16_epi32(__m512i* r) {
+  __m512i t[8], u[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i) {  // u[4i + j], 128-bit lane q: rows 4i..4i+3 of column 4q + j
+    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+#pragma GCC unroll 2
+  for (int j = 0; j < 4; j += 2) {  // columns 4q + j and 4q + j + 1 make output 2q + j / 2
+    const __m512i a = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88);
+    const __m512i b = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xDD);
+    const __m512i c = _mm512_shuffle_i32x4(u[j + 1], u[5 + j], 0x88);
+    const __m512i d = _mm512_shuffle_i32x4(u[j + 1], u[5 + j], 0xDD);
+    r[j / 2] = _mm512_shuffle_i32x4(a, c, 0x88);
+    r[4 + j / 2] = _mm512_shuffle_i32x4(a, c, 0xDD);
+    r[2 + j / 2] = _mm512_shuffle_i32x4(b, d, 0x88);
+    r[6 + j / 2] = _mm512_shuffle_i32x4(b, d, 0xDD);
+  }
+}
+KWKER_VQ_INLINE void transpose_4x8_epi64(__m512i* r) {
+  const __m512i t0 = _mm512_unpacklo_epi64(r[0], r[1]), t1 = _mm512_unpackhi_epi64(r[0], r[1]);
+  const __m512i t2 = _mm512_unpacklo_epi64(r[2], r[3]), t3 = _mm512_unpackhi_epi64(r[2], r[3]);
+  const __m512i a = _mm512_shuffle_i64x2(t0, t2, 0x88), b = _mm512_shuffle_i64x2(t0, t2, 0xDD);
+  const __m512i c = _mm512_shuffle_i64x2(t1, t3, 0x88), d = _mm512_shuffle_i64x2(t1, t3, 0xDD);
+  r[0] = _mm512_shuffle_i64x2(a, c, 0x88);
+  r[1] = _mm512_shuffle_i64x2(b, d, 0x88);
+  r[2] = _mm512_shuffle_i64x2(a, c, 0xDD);
+  r[3] = _mm512_shuffle_i64x2(b, d, 0xDD);
+}
+
 template <> struct Ops<int32_t> {
   using T = int32_t;
   using Key = T;
@@ -218,6 +306,18 @@ template <> struct Ops<int32_t> {
     const V w = perm_xor<M>(v);  // min everywhere, then max merged into upper lanes
     return _mm512_mask_ternarylogic_epi32(_mm512_min_epi32(v, w),
                                           __mmask16(upper_lanes(16, highest_bit(M))), v, w, 0x96);
+  }
+  static constexpr bool kTransposedNetwork = true;
+  static KWKER_VQ_INLINE void transpose_square(V* v) { transpose_16x16_epi32(v); }
+  static KWKER_VQ_INLINE void transpose_half(V* v) { transpose_8x16_epi32(v); }
+  // a keeps the minima in its lower lanes and the maxima in its upper ones (against b's lanes
+  // permuted by M); b gets the rest, permuted back. The second result is a ^ b ^ the first.
+  template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {
+    const V bp = perm_xor<M>(b);
+    const V na = _mm512_mask_ternarylogic_epi32(
+        _mm512_min_epi32(a, bp), __mmask16(upper_lanes(16, highest_bit(M))), a, bp, 0x96);
+    b = perm_xor<M>(_mm512_ternarylogic_epi32(a, bp, na, 0x96));
+    a = na;
   }
   // Compress into registers (two per vector). Splitting the vector into two 8-lane halves
   // permuted by a table, as Ops<int64_t> does, was measured 13% slower for 32-bit keys.
@@ -265,6 +365,16 @@ template <> struct Ops<int64_t> {
     const V w = perm_xor<M>(v);
     return _mm512_mask_ternarylogic_epi64(_mm512_min_epi64(v, w),
                                           __mmask8(upper_lanes(8, highest_bit(M))), v, w, 0x96);
+  }
+  static constexpr bool kTransposedNetwork = true;
+  static KWKER_VQ_INLINE void transpose_square(V* v) { transpose_8x8_epi64(v); }
+  static KWKER_VQ_INLINE void transpose_half(V* v) { transpose_4x8_epi64(v); }
+  template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {  // see Ops<int32_t>
+    const V bp = perm_xor<M>(b);
+    const V na = _mm512_mask_ternarylogic_epi64(
+        _mm512_min_epi64(a, bp), __mmask8(upper_lanes(8, highest_bit(M))), a, bp, 0x96);
+    b = perm_xor<M>(_mm512_ternarylogic_epi64(a, bp, na, 0x96));
+    a = na;
   }
   // One permutation puts the lanes <= pivot first and the others last, and the whole vector is
   // stored at both ends (the AVX2 scheme): two compresses per vector, each 2 cycles on Zen 4,
@@ -328,6 +438,30 @@ template <> struct FOps<float> {
     return _mm512_mask_max_ps(_mm512_min_ps(v, w), __mmask16(upper_lanes(16, highest_bit(M))),
                               v, w);
   }
+  static constexpr bool kTransposedNetwork = true;
+  static KWKER_VQ_INLINE void transpose_square(V* v) {
+    __m512i r[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_castps_si512(v[i]);
+    transpose_16x16_epi32(r);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) v[i] = _mm512_castsi512_ps(r[i]);
+  }
+  static KWKER_VQ_INLINE void transpose_half(V* v) {
+    __m512i r[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) r[i] = _mm512_castps_si512(v[i]);
+    transpose_8x16_epi32(r);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) v[i] = _mm512_castsi512_ps(r[i]);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {  // see Ops<int32_t>
+    constexpr __mmask16 up = __mmask16(upper_lanes(16, highest_bit(M)));
+    const V bp = perm_xor<M>(b);
+    const V na = _mm512_mask_max_ps(_mm512_min_ps(a, bp), up, a, bp);
+    b = perm_xor<M>(_mm512_mask_min_ps(_mm512_max_ps(a, bp), up, a, bp));
+    a = na;
+  }
 };
 
 template <> struct FOps<double> {
@@ -364,6 +498,30 @@ template <> struct FOps<double> {
     const V w = perm_xor<M>(v);
     return _mm512_mask_max_pd(_mm512_min_pd(v, w), __mmask8(upper_lanes(8, highest_bit(M))),
                               v, w);
+  }
+  static constexpr bool kTransposedNetwork = true;
+  static KWKER_VQ_INLINE void transpose_square(V* v) {
+    __m512i r[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) r[i] = _mm512_castpd_si512(v[i]);
+    transpose_8x8_epi64(r);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) v[i] = _mm512_castsi512_pd(r[i]);
+  }
+  static KWKER_VQ_INLINE void transpose_half(V* v) {
+    __m512i r[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) r[i] = _mm512_castpd_si512(v[i]);
+    transpose_4x8_epi64(r);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) v[i] = _mm512_castsi512_pd(r[i]);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {  // see Ops<int32_t>
+    constexpr __mmask8 up = __mmask8(upper_lanes(8, highest_bit(M)));
+    const V bp = perm_xor<M>(b);
+    const V na = _mm512_mask_max_pd(_mm512_min_pd(a, bp), up, a, bp);
+    b = perm_xor<M>(_mm512_mask_min_pd(_mm512_max_pd(a, bp), up, a, bp));
+    a = na;
   }
 };
 
