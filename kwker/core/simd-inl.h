@@ -541,6 +541,54 @@ KWKER_VQ_INLINE __m256i unpack_perm(uint32_t packed) {
                            _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
 }
 
+// Transposes for the transposed networks of network-inl.h (see the AVX-512 ones): 8 x 8 32-bit
+// lanes and 4 x 4 64-bit lanes in place, and the half squares (4 x 8, 2 x 4) whose output
+// vector u holds column 2u, then column 2u + 1.
+KWKER_VQ_INLINE void transpose_8x8_epi32(__m256i* r) {
+  __m256i t[8], u[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i) {  // u[4i + j], 128-bit lane q: rows 4i..4i+3 of column 4q + j
+    u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    r[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
+    r[4 + j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
+  }
+}
+KWKER_VQ_INLINE void transpose_4x4_epi64(__m256i* r) {
+  const __m256i t0 = _mm256_unpacklo_epi64(r[0], r[1]), t1 = _mm256_unpackhi_epi64(r[0], r[1]);
+  const __m256i t2 = _mm256_unpacklo_epi64(r[2], r[3]), t3 = _mm256_unpackhi_epi64(r[2], r[3]);
+  r[0] = _mm256_permute2x128_si256(t0, t2, 0x20);
+  r[1] = _mm256_permute2x128_si256(t1, t3, 0x20);
+  r[2] = _mm256_permute2x128_si256(t0, t2, 0x31);
+  r[3] = _mm256_permute2x128_si256(t1, t3, 0x31);
+}
+KWKER_VQ_INLINE void transpose_4x8_epi32(__m256i* r) {
+  const __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+  // u_j, 128-bit lane q: column 4q + j
+  const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+  const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+  r[0] = _mm256_permute2x128_si256(u0, u1, 0x20);
+  r[1] = _mm256_permute2x128_si256(u2, u3, 0x20);
+  r[2] = _mm256_permute2x128_si256(u0, u1, 0x31);
+  r[3] = _mm256_permute2x128_si256(u2, u3, 0x31);
+}
+KWKER_VQ_INLINE void transpose_2x4_epi64(__m256i* r) {
+  const __m256i lo = _mm256_unpacklo_epi64(r[0], r[1]), hi = _mm256_unpackhi_epi64(r[0], r[1]);
+  r[0] = _mm256_permute2x128_si256(lo, hi, 0x20);
+  r[1] = _mm256_permute2x128_si256(lo, hi, 0x31);
+}
+
 template <class T> struct Ops;
 
 template <> struct Ops<int32_t> {
@@ -581,6 +629,16 @@ template <> struct Ops<int32_t> {
     const V w = perm_xor<M>(v);
     return _mm256_blend_epi32(_mm256_min_epi32(v, w), _mm256_max_epi32(v, w),
                               int(upper_lanes(8, highest_bit(M))));
+  }
+  static constexpr bool kTransposedNetwork = true;
+  static KWKER_VQ_INLINE void transpose_square(V* v) { transpose_8x8_epi32(v); }
+  static KWKER_VQ_INLINE void transpose_half(V* v) { transpose_4x8_epi32(v); }
+  template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {  // see AVX-512
+    constexpr int up = int(upper_lanes(8, highest_bit(M)));
+    const V bp = perm_xor<M>(b);
+    const V mn = _mm256_min_epi32(a, bp), mx = _mm256_max_epi32(a, bp);
+    a = _mm256_blend_epi32(mn, mx, up);
+    b = perm_xor<M>(_mm256_blend_epi32(mx, mn, up));
   }
   static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
     const unsigned m =
@@ -633,6 +691,21 @@ template <> struct Ops<int64_t> {
                                        (2 & H) ? -1 : 0, (3 & H) ? -1 : 0);
     const V w = perm_xor<M>(v);
     return _mm256_blendv_epi8(v, w, _mm256_xor_si256(_mm256_cmpgt_epi64(v, w), upper));
+  }
+  static constexpr bool kTransposedNetwork = true;
+  static KWKER_VQ_INLINE void transpose_square(V* v) { transpose_4x4_epi64(v); }
+  static KWKER_VQ_INLINE void transpose_half(V* v) { transpose_2x4_epi64(v); }
+  template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {  // see AVX-512
+    // a's lower lanes take bp where a > bp (the minimum), its upper lanes where not; b's lanes
+    // take the other value, permuted back.
+    constexpr unsigned H = highest_bit(M);
+    const V upper = _mm256_setr_epi64x((0 & H) ? -1 : 0, (1 & H) ? -1 : 0,
+                                       (2 & H) ? -1 : 0, (3 & H) ? -1 : 0);
+    const V bp = perm_xor<M>(b);
+    const V take = _mm256_xor_si256(_mm256_cmpgt_epi64(a, bp), upper);
+    const V na = _mm256_blendv_epi8(a, bp, take);
+    b = perm_xor<M>(_mm256_blendv_epi8(bp, a, take));
+    a = na;
   }
   static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
     const unsigned m =
