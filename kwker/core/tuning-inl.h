@@ -15,8 +15,8 @@ namespace KWKER_ENGINE_NS {
 // float comparisons from 32, 64 and up to 32, 64 (avx512 only).
 #if defined(__AVX512F__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    512, 256, 128, 640, 1024, 416, 512, 192, 256, 256, 128, 128, 7, 8, 256, 600000, 65537, 10,
-    9, 9, 128, 64};
+    384, 256, 128, 640, 1024, 416, 512, 176, 256, 192, 128, 128, 7, 8, 256, 600000, 65537, 10,
+    9, 9, 256, 64};
 // Intel cores measured differently where a network's min / max become float comparisons: a
 // 512-bit vminps / vminpd has a longer latency there than the integer forms, while AMD's Zen
 // cores run the float forms faster on short networks (thresholds.md, "avx512 on Intel" and
@@ -27,7 +27,7 @@ constexpr int64_t kIntelDefaults[][2] = {{tune::kSortFloatMin32, 0},
                                          {tune::kSortFloatMax64, 256}};
 #elif defined(__AVX2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    256, 128, 64, 448, 512, 256, 256, 104, 128, 128, 64, 64, 7, 7, 256, 350000, 60000, 11,
+    256, 128, 64, 512, 512, 208, 256, 112, 128, 128, 64, 64, 7, 7, 256, 350000, 60000, 11,
     0, 0, 0, 0};
 #elif defined(__SSE4_2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
