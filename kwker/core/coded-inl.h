@@ -225,7 +225,7 @@ KWKER_VQ_INLINE void sort_lane_groups(typename S::V *v) {
   }
 }
 
-// rows rows of G keys (G a power of two below W), W / G rows per register. Returns the number
+// rows rows of G keys (G a power of two up to W), W / G rows per register. Returns the number
 // of rows done: all but a tail shorter than a register, and it stops early (leaving the rest
 // to the caller) at a register holding a NaN, whose payload the caller must keep.
 template <class Codec, size_t G>

@@ -650,7 +650,7 @@ inline int e_argsort(CallCtx &ctx, int dtype, const void *data, int64_t n, int64
   });
 }
 
-// Rows of G keys, G a power of two below a register's width: W / G rows per register
+// Rows of G keys, G a power of two up to a register's width: W / G rows per register
 // (coded-inl.h), split over the threads in contiguous chunks. Registers holding a NaN, and the
 // tail, take the short path row by row.
 template <class Codec, size_t G>
@@ -686,13 +686,13 @@ bool try_sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *s
         }
         return false;
       case 8:
-        if constexpr (W >= 16) {
+        if constexpr (W >= 8) {
           sort_rows_lanes<Codec, 8>(ctx, c, src, dst, rows);
           return true;
         }
         return false;
       case 16:
-        if constexpr (W >= 32) {
+        if constexpr (W >= 16) {
           sort_rows_lanes<Codec, 16>(ctx, c, src, dst, rows);
           return true;
         }
