@@ -85,6 +85,14 @@ template <class S> struct TransposedNetwork<S, decltype(void(S::kTransposedNetwo
   static constexpr bool value = S::kTransposedNetwork;
 };
 
+// Engines with 4 * K == W transposes (AVX-512) also say so with transpose_quarter.
+template <class S, class = void> struct TransposedQuarter {
+  static constexpr bool value = false;
+};
+template <class S> struct TransposedQuarter<S, decltype(S::transpose_quarter(nullptr))> {
+  static constexpr bool value = true;
+};
+
 template <class S, size_t K, size_t M>
 KWKER_VQ_INLINE void cx_layer_t(typename S::V* v) {
   constexpr size_t mv = M % K;  // vector part of the mask
@@ -151,6 +159,9 @@ KWKER_VQ_INLINE void sort_vectors(typename S::V* v) {
   } else if constexpr (TransposedNetwork<S>::value && 2 * K == S::W) {
     bitonic_stages_t<S, K, 2>(v);
     S::transpose_half(v);
+  } else if constexpr (TransposedQuarter<S>::value && 4 * K == S::W) {
+    bitonic_stages_t<S, K, 2>(v);
+    S::transpose_quarter(v);
   } else {
     bitonic_stages<S, K, 2>(v);
   }

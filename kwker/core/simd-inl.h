@@ -255,6 +255,38 @@ KWKER_VQ_INLINE void transpose_8x16_epi32(__m512i* r) {
     r[6 + j / 2] = _mm512_shuffle_i32x4(b, d, 0xDD);
   }
 }
+// Quarter squares: 4 registers of 16 32-bit lanes (2 of 8 64-bit lanes) into the plain layout,
+// output vector u lane m = input vector m % K, lane 4u + m / K.
+struct LaneIndex16 {
+  int32_t e[16];
+};
+constexpr LaneIndex16 quarter_index(int u, int first) {  // lanes m % 4 in {first, first + 1}
+  LaneIndex16 x{};
+  for (int m = 0; m < 16; ++m) x.e[m] = 4 * u + m / 4 + ((m % 4) == first + 1 ? 16 : 0);
+  return x;
+}
+alignas(64) constexpr LaneIndex16 kQuarterIndex[2][4] = {
+    {quarter_index(0, 0), quarter_index(1, 0), quarter_index(2, 0), quarter_index(3, 0)},
+    {quarter_index(0, 2), quarter_index(1, 2), quarter_index(2, 2), quarter_index(3, 2)}};
+KWKER_VQ_INLINE void transpose_4x16_epi32(__m512i* r) {
+  __m512i out[4];
+#pragma GCC unroll 4
+  for (int u = 0; u < 4; ++u) {
+    const __m512i lo = _mm512_permutex2var_epi32(
+        r[0], _mm512_load_si512(kQuarterIndex[0][u].e), r[1]);  // lanes m % 4 = 0, 1
+    const __m512i hi = _mm512_permutex2var_epi32(
+        r[2], _mm512_load_si512(kQuarterIndex[1][u].e), r[3]);  // lanes m % 4 = 2, 3
+    out[u] = _mm512_mask_blend_epi32(__mmask16(0xCCCC), lo, hi);
+  }
+#pragma GCC unroll 4
+  for (int u = 0; u < 4; ++u) r[u] = out[u];
+}
+KWKER_VQ_INLINE void transpose_2x8_epi64(__m512i* r) {
+  const __m512i a = _mm512_permutex2var_epi64(r[0], _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11),
+                                              r[1]);
+  r[1] = _mm512_permutex2var_epi64(r[0], _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15), r[1]);
+  r[0] = a;
+}
 KWKER_VQ_INLINE void transpose_4x8_epi64(__m512i* r) {
   const __m512i t0 = _mm512_unpacklo_epi64(r[0], r[1]), t1 = _mm512_unpackhi_epi64(r[0], r[1]);
   const __m512i t2 = _mm512_unpacklo_epi64(r[2], r[3]), t3 = _mm512_unpackhi_epi64(r[2], r[3]);
@@ -310,6 +342,7 @@ template <> struct Ops<int32_t> {
   static constexpr bool kTransposedNetwork = true;
   static KWKER_VQ_INLINE void transpose_square(V* v) { transpose_16x16_epi32(v); }
   static KWKER_VQ_INLINE void transpose_half(V* v) { transpose_8x16_epi32(v); }
+  static KWKER_VQ_INLINE void transpose_quarter(V* v) { transpose_4x16_epi32(v); }
   // a keeps the minima in its lower lanes and the maxima in its upper ones (against b's lanes
   // permuted by M); b gets the rest, permuted back. The second result is a ^ b ^ the first.
   template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {
@@ -369,6 +402,7 @@ template <> struct Ops<int64_t> {
   static constexpr bool kTransposedNetwork = true;
   static KWKER_VQ_INLINE void transpose_square(V* v) { transpose_8x8_epi64(v); }
   static KWKER_VQ_INLINE void transpose_half(V* v) { transpose_4x8_epi64(v); }
+  static KWKER_VQ_INLINE void transpose_quarter(V* v) { transpose_2x8_epi64(v); }
   template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {  // see Ops<int32_t>
     const V bp = perm_xor<M>(b);
     const V na = _mm512_mask_ternarylogic_epi64(
@@ -455,6 +489,14 @@ template <> struct FOps<float> {
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) v[i] = _mm512_castsi512_ps(r[i]);
   }
+  static KWKER_VQ_INLINE void transpose_quarter(V* v) {
+    __m512i r[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) r[i] = _mm512_castps_si512(v[i]);
+    transpose_4x16_epi32(r);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) v[i] = _mm512_castsi512_ps(r[i]);
+  }
   template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {  // see Ops<int32_t>
     constexpr __mmask16 up = __mmask16(upper_lanes(16, highest_bit(M)));
     const V bp = perm_xor<M>(b);
@@ -515,6 +557,12 @@ template <> struct FOps<double> {
     transpose_4x8_epi64(r);
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) v[i] = _mm512_castsi512_pd(r[i]);
+  }
+  static KWKER_VQ_INLINE void transpose_quarter(V* v) {
+    __m512i r[2] = {_mm512_castpd_si512(v[0]), _mm512_castpd_si512(v[1])};
+    transpose_2x8_epi64(r);
+    v[0] = _mm512_castsi512_pd(r[0]);
+    v[1] = _mm512_castsi512_pd(r[1]);
   }
   template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {  // see Ops<int32_t>
     constexpr __mmask8 up = __mmask8(upper_lanes(8, highest_bit(M)));
