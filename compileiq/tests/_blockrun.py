@@ -241,9 +241,10 @@ class PageRun:
 
 
 def undecided_for_noise(stdout: str) -> bool:
-    """The canary's report says it could not decide because the baseline's own runs spread too much."""
+    """The canary's report says it could not decide because the baseline's (or the same
+    configuration's) own runs spread too much."""
     return bool(re.search(r"^O0/O3 canary \(.*\): UNDECIDED$", stdout, re.M)) and \
-        "could not decide: the baseline's own runs spread by" in stdout
+        bool(re.search(r"could not decide: (the baseline|\S+)'s own runs spread by", stdout))
 
 
 def page_runs(root: Path, blocks_by_page: dict[str, list[Block]]):

@@ -3,7 +3,7 @@
 These tests time real binaries on a shared machine. A burst of other work once spread the
 baseline's own five runs by 55% (0.57-0.90 s). The canary then answers UNDECIDED ("could not
 decide", cause "noisy") rather than a verdict. Each test re-measures up to three times, as a user
-would, and accepts UNDECIDED only when the baseline's samples show that noise. A wrong verdict
+would, and accepts UNDECIDED only when the baseline's (or O3's) samples show that noise. A wrong verdict
 always fails: FAIL on the clean build, PASS on the stale one.
 """
 
@@ -23,11 +23,15 @@ def measure(objective, decided):
 
 
 def assert_really_noisy(result):
-    """UNDECIDED is the right answer only when the baseline's own runs did spread beyond the tolerance."""
+    """UNDECIDED is the right answer only when the baseline's or the same configuration's own runs
+    did spread beyond the tolerance; the report names the one that spread more."""
     assert result.cause == "noisy", result.report()
-    base = result.samples["baseline"]
-    assert (max(base) - min(base)) / statistics.median(base) > TOLERANCE, result.report()
-    assert "could not decide: the baseline's own runs spread by" in result.report()
+    spreads = {name: (max(xs) - min(xs)) / statistics.median(xs)
+               for name, xs in result.samples.items() if name in ("baseline", result.same)}
+    assert max(spreads.values()) > TOLERANCE, result.report()
+    noisiest = max(spreads, key=spreads.get)
+    label = "the baseline" if noisiest == "baseline" else noisiest
+    assert f"could not decide: {label}'s own runs spread by" in result.report()
 
 
 def test_clean_build_passes(clean_objective):
@@ -53,7 +57,9 @@ def test_stale_build_folder_fails_and_names_the_cause(stale_objective):
         return
     assert not result.passed
     assert result.cause == "controls-not-applied"
-    assert abs(result.ratios["O0"] - 1) < 0.05  # O0 timed the baseline's stale binary
+    # O0 timed the baseline's stale binary: not slower than it (on a busy host a disturbed baseline
+    # run can make it look faster, which is the same finding)
+    assert result.ratios["O0"] - 1 <= 0.05, result.report()
     text = result.report()
     assert "stale build folder" in text and "make" in text
     assert "fresh folder" in text  # the fix

@@ -216,9 +216,15 @@ def canary(objective: Callable[[Any], Any], compiler: str | None = None, *, repe
         return result
     ratios = {n: _cost_ratio(v, med["baseline"], problem_type) for n, v in med.items()}
     result.ratios = ratios
+    # The baseline and `same` build the same binary in a working setup, so the spread of either one's
+    # runs is the host's noise (a run of 2026-12-02 saw the baseline within 1.1% and O2 spread 19.7%,
+    # which read as a 16.8% difference and a wrong FAIL when only the baseline's spread counted).
+    noisy = "baseline"
     noise = _spread(samples["baseline"]) if repeats > 1 else 0.0
+    if repeats > 1 and _spread(samples[same]) > noise:
+        noisy, noise = same, _spread(samples[same])
     # On a noisy host the 5% thresholds cannot be read off medians that move by more than that: a
-    # finding must then stand out of the baseline's own spread, or the canary says it cannot decide.
+    # finding must then stand out of that spread, or the canary says it cannot decide.
     # O0 at or under +5% stays a finding (controls-not-applied) whatever the noise: a real O0 build
     # regresses 2-30x, which no spread of a working measurement hides.
     band = noise if noise > tolerance else 0.0
@@ -239,7 +245,8 @@ def canary(objective: Callable[[Any], Any], compiler: str | None = None, *, repe
     if undecided:
         result.verdict, result.cause = UNDECIDED, "noisy"
         result.explanation = [
-            f"could not decide: the baseline's own runs spread by {noise:.1%} of their median (the test needs "
+            f"could not decide: {'the baseline' if noisy == 'baseline' else noisy}'s own runs spread by "
+            f"{noise:.1%} of their median (the test needs "
             f"under {tolerance:.0%}), and {undecided}. The measurement is too noisy to tell; this is no verdict "
             "on the objective."]
         result.advice = [NOISY_FIX]
@@ -261,7 +268,8 @@ def canary(objective: Callable[[Any], Any], compiler: str | None = None, *, repe
         result.explanation = [
             f"{slow} regresses (x{ratios[slow]:.2f}), so the controls do reach the compiler, but {same} is "
             f"{abs(ratios[same] - 1):.1%} {direction} than the baseline (allowed ±{tolerance:.0%})"
-            + (f", beyond even the baseline's own spread of {noise:.1%}" if band else "") + "."]
+            + (f", beyond even {'the baseline' if noisy == 'baseline' else noisy}'s own spread of {noise:.1%}"
+               if band else "") + "."]
         if compiler in ("gcc", "clang"):
             first = (f"the baseline is not built at {same}: give the objective the build's usual flags as fixed "
                      f"options (e.g. extra=['-O3']; {compiler} defaults to -O0), or pass same='O2' when the "
