@@ -24,13 +24,18 @@ namespace kwker {
 namespace KWKER_ENGINE_NS {
 namespace vq {
 
-// One layer of compare-exchanges between index i and i ^ M.
-template <class S, size_t K, size_t M>
+// One layer of compare-exchanges between index i and i ^ M. In the plain layout key index i is
+// vector i / W, lane i % W; in the transposed one (kT, below) it is vector i % K, lane i / K.
+// Either way the mask splits into a vector part and a lane part: lane part only, a permute and
+// a min / max inside each vector; vector part only, whole vectors against whole vectors; both,
+// vector against the partner's permuted lanes (plain: the upper vector keeps its maxima in
+// permuted order, see the top of the file; transposed: S::cx_flip blends by lane).
+template <class S, size_t K, size_t M, bool kT = false>
 KWKER_VQ_INLINE void cx_layer(typename S::V* v) {
   using V = typename S::V;
   constexpr size_t W = S::W;
-  constexpr size_t mv = M / W;  // vector part of the mask
-  constexpr size_t ml = M % W;  // lane part of the mask
+  constexpr size_t mv = kT ? M % K : M / W;  // vector part of the mask
+  constexpr size_t ml = kT ? M / K : M % W;  // lane part of the mask
   if constexpr (mv == 0) {
 #pragma GCC unroll 32
     for (size_t i = 0; i < K; ++i) v[i] = S::template cx_lanes<unsigned(ml)>(v[i]);
@@ -39,30 +44,34 @@ KWKER_VQ_INLINE void cx_layer(typename S::V* v) {
     for (size_t i = 0; i < K; ++i) {
       const size_t p = i ^ mv;
       if (p > i) {
-        V b = v[p];
-        if constexpr (ml != 0) b = S::template perm_xor<unsigned(ml)>(b);
-        S::minmax(v[i], b, v[i], v[p]);
+        if constexpr (kT && ml != 0) {
+          S::template cx_flip<unsigned(ml)>(v[i], v[p]);
+        } else {
+          V b = v[p];
+          if constexpr (ml != 0) b = S::template perm_xor<unsigned(ml)>(b);
+          S::minmax(v[i], b, v[i], v[p]);
+        }
       }
     }
   }
 }
 
 // Half-cleaner layers j = J, J/2, ..., 1.
-template <class S, size_t K, size_t J>
+template <class S, size_t K, size_t J, bool kT = false>
 KWKER_VQ_INLINE void cx_merge_layers(typename S::V* v) {
   if constexpr (J >= 1) {
-    cx_layer<S, K, J>(v);
-    cx_merge_layers<S, K, J / 2>(v);
+    cx_layer<S, K, J, kT>(v);
+    cx_merge_layers<S, K, J / 2, kT>(v);
   }
 }
 
 // Stages k, 2k, ..., N of the bitonic sort.
-template <class S, size_t K, size_t k>
+template <class S, size_t K, size_t k, bool kT = false>
 KWKER_VQ_INLINE void bitonic_stages(typename S::V* v) {
   if constexpr (k <= K * S::W) {
-    cx_layer<S, K, k - 1>(v);
-    cx_merge_layers<S, K, k / 4>(v);
-    bitonic_stages<S, K, 2 * k>(v);
+    cx_layer<S, K, k - 1, kT>(v);
+    cx_merge_layers<S, K, k / 4, kT>(v);
+    bitonic_stages<S, K, 2 * k, kT>(v);
   }
 }
 
@@ -93,45 +102,6 @@ template <class S> struct TransposedQuarter<S, decltype(S::transpose_quarter(nul
   static constexpr bool value = true;
 };
 
-template <class S, size_t K, size_t M>
-KWKER_VQ_INLINE void cx_layer_t(typename S::V* v) {
-  constexpr size_t mv = M % K;  // vector part of the mask
-  constexpr size_t ml = M / K;  // lane part of the mask
-  if constexpr (ml == 0) {
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) {
-      const size_t p = i ^ mv;
-      if (p > i) S::minmax(v[i], v[p], v[i], v[p]);
-    }
-  } else if constexpr (mv == 0) {
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) v[i] = S::template cx_lanes<unsigned(ml)>(v[i]);
-  } else {
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) {
-      const size_t p = i ^ mv;
-      if (p > i) S::template cx_flip<unsigned(ml)>(v[i], v[p]);
-    }
-  }
-}
-
-template <class S, size_t K, size_t J>
-KWKER_VQ_INLINE void cx_merge_layers_t(typename S::V* v) {
-  if constexpr (J >= 1) {
-    cx_layer_t<S, K, J>(v);
-    cx_merge_layers_t<S, K, J / 2>(v);
-  }
-}
-
-template <class S, size_t K, size_t k>
-KWKER_VQ_INLINE void bitonic_stages_t(typename S::V* v) {
-  if constexpr (k <= K * S::W) {
-    cx_layer_t<S, K, k - 1>(v);
-    cx_merge_layers_t<S, K, k / 4>(v);
-    bitonic_stages_t<S, K, 2 * k>(v);
-  }
-}
-
 // Transposed layout (K = c * W) back to the plain one: key l * K + h * W + m, held by vector
 // h * W + m in lane l, belongs in vector c * l + h, lane m; so each block of W vectors is
 // transposed as a square and its row l becomes vector c * l + h.
@@ -154,13 +124,13 @@ KWKER_VQ_INLINE void untranspose(typename S::V* v) {
 template <class S, size_t K>
 KWKER_VQ_INLINE void sort_vectors(typename S::V* v) {
   if constexpr (TransposedNetwork<S>::value && K >= S::W && K % S::W == 0) {
-    bitonic_stages_t<S, K, 2>(v);
+    bitonic_stages<S, K, 2, true>(v);
     untranspose<S, K>(v);
   } else if constexpr (TransposedNetwork<S>::value && 2 * K == S::W) {
-    bitonic_stages_t<S, K, 2>(v);
+    bitonic_stages<S, K, 2, true>(v);
     S::transpose_half(v);
   } else if constexpr (TransposedQuarter<S>::value && 4 * K == S::W) {
-    bitonic_stages_t<S, K, 2>(v);
+    bitonic_stages<S, K, 2, true>(v);
     S::transpose_quarter(v);
   } else {
     bitonic_stages<S, K, 2>(v);

@@ -434,6 +434,16 @@ template <> struct Ops<int64_t> {
 // denormals compared as they are (MXCSR's DAZ clear); see floats_plain() in coded-inl.h.
 template <class T> struct FOps;
 
+// The float keys' transposes are the integer ones on the same bits.
+template <size_t N, class V, class Fn> KWKER_VQ_INLINE void transpose_bits(V* v, Fn transpose) {
+  __m512i r[N];
+#pragma GCC unroll 16
+  for (size_t i = 0; i < N; ++i) r[i] = (__m512i)v[i];
+  transpose(r);
+#pragma GCC unroll 16
+  for (size_t i = 0; i < N; ++i) v[i] = (V)r[i];
+}
+
 template <> struct FOps<float> {
   using T = float;
   using Key = T;
@@ -474,28 +484,11 @@ template <> struct FOps<float> {
   }
   static constexpr bool kTransposedNetwork = true;
   static KWKER_VQ_INLINE void transpose_square(V* v) {
-    __m512i r[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) r[i] = _mm512_castps_si512(v[i]);
-    transpose_16x16_epi32(r);
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) v[i] = _mm512_castsi512_ps(r[i]);
+    transpose_bits<16>(v, transpose_16x16_epi32);
   }
-  static KWKER_VQ_INLINE void transpose_half(V* v) {
-    __m512i r[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) r[i] = _mm512_castps_si512(v[i]);
-    transpose_8x16_epi32(r);
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) v[i] = _mm512_castsi512_ps(r[i]);
-  }
+  static KWKER_VQ_INLINE void transpose_half(V* v) { transpose_bits<8>(v, transpose_8x16_epi32); }
   static KWKER_VQ_INLINE void transpose_quarter(V* v) {
-    __m512i r[4];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) r[i] = _mm512_castps_si512(v[i]);
-    transpose_4x16_epi32(r);
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) v[i] = _mm512_castsi512_ps(r[i]);
+    transpose_bits<4>(v, transpose_4x16_epi32);
   }
   template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {  // see Ops<int32_t>
     constexpr __mmask16 up = __mmask16(upper_lanes(16, highest_bit(M)));
@@ -542,27 +535,10 @@ template <> struct FOps<double> {
                               v, w);
   }
   static constexpr bool kTransposedNetwork = true;
-  static KWKER_VQ_INLINE void transpose_square(V* v) {
-    __m512i r[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) r[i] = _mm512_castpd_si512(v[i]);
-    transpose_8x8_epi64(r);
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) v[i] = _mm512_castsi512_pd(r[i]);
-  }
-  static KWKER_VQ_INLINE void transpose_half(V* v) {
-    __m512i r[4];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) r[i] = _mm512_castpd_si512(v[i]);
-    transpose_4x8_epi64(r);
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) v[i] = _mm512_castsi512_pd(r[i]);
-  }
+  static KWKER_VQ_INLINE void transpose_square(V* v) { transpose_bits<8>(v, transpose_8x8_epi64); }
+  static KWKER_VQ_INLINE void transpose_half(V* v) { transpose_bits<4>(v, transpose_4x8_epi64); }
   static KWKER_VQ_INLINE void transpose_quarter(V* v) {
-    __m512i r[2] = {_mm512_castpd_si512(v[0]), _mm512_castpd_si512(v[1])};
-    transpose_2x8_epi64(r);
-    v[0] = _mm512_castsi512_pd(r[0]);
-    v[1] = _mm512_castsi512_pd(r[1]);
+    transpose_bits<2>(v, transpose_2x8_epi64);
   }
   template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {  // see Ops<int32_t>
     constexpr __mmask8 up = __mmask8(upper_lanes(8, highest_bit(M)));
