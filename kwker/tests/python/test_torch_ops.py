@@ -187,6 +187,30 @@ def test_kwker_disable_makes_install_a_no_op(torch_ops, monkeypatch):
     assert st["installed"] is False and st["disabled_by_env"] is True
 
 
+def test_compiled_operators_built_for_another_torch_fall_back_to_python(torch_ops, monkeypatch):
+    # The running torch's version is what decides: pretend it is another minor than the one
+    # the compiled operators were built for (the wheel smoke test does it with a real wheel).
+    from kwker.torch_ops import _compiled
+    built = _compiled.build_info()
+    assert built is not None and built.get("torch_minor"), "the test build has compiled operators"
+    monkeypatch.setattr(_compiled, "running_torch", lambda: "2.99.0")
+    want = f"the compiled PyTorch operators were built for torch {built['torch']}, not 2.99.0"
+    st = torch_ops.status()
+    assert st["compiled_available"] is False and st["compiled_reason"] == want
+    with pytest.raises(RuntimeError, match="built for torch .*, not 2.99.0.*compiled=False"):
+        torch_ops.install(compiled=True)
+    assert torch_ops.status()["installed"] is False
+    x = _mixed(torch.float32, (3, 3000))
+    want_v, want_i = _stable_sort(x, dim=1)  # torch's own kernel: nothing is installed yet
+    assert torch_ops.install() is True  # compiled=None: the Python-registered operators
+    st = torch_ops.status()
+    assert st["implementation"] == "python" and st["compiled_reason"] == want
+    assert st["ops_on"], st
+    v, i = torch.sort(x, dim=1, stable=True)
+    same(v, want_v)
+    same(i, want_i)
+
+
 def test_bad_arguments_say_what_to_pass(torch_ops):
     with pytest.raises(ValueError, match=r"unknown op\(s\) 'argsorted'; valid ops: sort, topk, "
                                          r"kthvalue, unique"):
