@@ -284,3 +284,52 @@ def test_on_torch_threads_or_kwker_pool_the_numbers_are_the_same():
         assert torch.equal(got[1][0], got[2][0]) and torch.equal(got[1][1], got[2][1])
     finally:
         torch.set_num_threads(old)
+
+
+def test_medium_prompt_attention_runs_in_bfloat16_where_the_linears_round(monkeypatch):
+    """"medium" wraps the model's attention: q, k and v in bfloat16 exactly for the calls whose
+    linear inputs the prompt kernel rounds (16+ rows, amx-bf16 / avx512-bf16), float32 otherwise
+    and with KWKER_AMX=0; the given model keeps its own attention."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from kwker.cpu_backend import _attention
+    model = tiny()
+    opt = cb.optimize(model, "medium")
+    assert model.config._attn_implementation == "sdpa"
+    assert opt.config._attn_implementation == _attention.NAME
+    assert opt._kwker_cpu_backend["prompt_attention"].endswith("(wraps 'sdpa')")
+    assert cb.optimize(model, "high").config._attn_implementation == "sdpa"
+    att = opt.model.layers[0].self_attn
+    g = torch.Generator().manual_seed(3)
+
+    def qkv(rows):
+        q = torch.randn(1, 4, rows, 16, generator=g)
+        kv = torch.randn(2, 1, 2, rows, 16, generator=g)
+        return q, kv[0], kv[1]
+
+    def run(q, k, v):
+        return _attention._attention(att, q, k, v, None, dropout=0.0, scaling=0.25,
+                                     is_causal=True)[0]
+
+    def reference(q, k, v, dtype):
+        out = sdpa_attention_forward(att, q.to(dtype), k.to(dtype), v.to(dtype), None,
+                                     dropout=0.0, scaling=0.25, is_causal=True)[0]
+        return out.to(torch.float32)
+
+    q, k, v = qkv(15)  # below the prompt kernels' 16 rows: float32 as before
+    assert torch.equal(run(q, k, v), reference(q, k, v, torch.float32))
+    q, k, v = qkv(40)
+    got = run(q, k, v)
+    if _attention.rounds_prompt():
+        assert torch.equal(got, reference(q, k, v, torch.bfloat16))
+        assert not torch.equal(got, reference(q, k, v, torch.float32))
+    else:
+        assert torch.equal(got, reference(q, k, v, torch.float32))
+    monkeypatch.setenv("KWKER_AMX", "0")  # the float kernels, and float32 attention with them
+    assert not _attention.rounds_prompt()
+    assert torch.equal(run(q, k, v), reference(q, k, v, torch.float32))
+    monkeypatch.delenv("KWKER_AMX")
+    long = torch.randint(1, 96, (2, 24), generator=g)  # the whole model through the wrapper
+    with torch.no_grad():
+        want, got = model(long).logits, opt(long).logits
+    assert got.dtype == torch.float32
+    assert (got - want).abs().max() <= 2e-2 * want.abs().max()

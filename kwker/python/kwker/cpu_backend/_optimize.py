@@ -7,7 +7,7 @@ import sys
 from kwker import _integrations
 from kwker.torch_ops import _compiled
 
-from . import _status
+from . import _attention, _status
 
 # The quantisation schemes of each mode (the first is the default); _quant.py implements them.
 # Kept here so that importing kwker.cpu_backend (the doctor does) imports no torch.
@@ -161,8 +161,13 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
                for name, _ in layers}
     for name, mod in new.items():
         _replace(target, name, mod)
+    # "medium": a prompt's attention in bfloat16 where its linear inputs are (_attention.py).
+    wrapped = _attention.install(target) if mode == "medium" else None
     target._kwker_cpu_backend = {"mode": mode, "group_size": group, "scheme": scheme,
-                                 "layers": len(new), "decoder": decoder_for(target, t, decoder)}
+                                 "layers": len(new), "decoder": decoder_for(target, t, decoder),
+                                 "prompt_attention": (
+                                     f"bfloat16 where the prompt kernel rounds x (wraps "
+                                     f"{wrapped!r})" if wrapped else "the model's own")}
     _status._state["optimized_models"] += 1
     _status._state["layers"] += len(new)
     _status._state["last_mode"] = mode
