@@ -290,6 +290,38 @@ def test_below_the_threshold_torch_runs_and_above_kwker(torch_ops, kind):
     assert sum(c["calls"] for c in kwker.runtime_info()["counters"].values()) == 1
 
 
+def _kwker_calls():
+    return sum(c["calls"] for c in kwker.runtime_info()["counters"].values())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_operator_switches_at_its_own_threshold(torch_ops, kind):
+    """Every (operator, dtype) whose measured threshold is above 1 element: one below it torch's
+    kernel runs (no Kwker call), at it Kwker's."""
+    from kwker.torch_ops import _thresholds
+    ops = ["sort", "topk", "kthvalue"]
+    table = _thresholds.table(kind, ops)
+    calls = {"sort": lambda t: torch.sort(t), "topk": lambda t: torch.topk(t, 1),
+             "kthvalue": lambda t: torch.kthvalue(t, 1)}
+    _install(torch_ops, kind, ops=ops)
+    checked = 0
+    for op in ops:
+        for code, thr in enumerate(table[op]):
+            dtype = getattr(torch, _thresholds._NAMES.get(code, ""), None)
+            if thr <= 1 or thr > 1 << 20 or not isinstance(dtype, torch.dtype) \
+                    or dtype in (torch.bool, torch.uint16, torch.uint32, torch.uint64):
+                continue  # (torch's own topk / kthvalue reject the wide unsigned types)
+            x = (torch.randn(thr) * 100).to(dtype)
+            kwker.reset_counters()
+            calls[op](x[:thr - 1])
+            assert _kwker_calls() == 0, (op, dtype, thr)
+            calls[op](x)
+            assert _kwker_calls() >= 1, (op, dtype, thr)
+            checked += 1
+    if not checked:
+        pytest.skip(f"every {kind} threshold here is 1 element: nothing switches")
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_torch_thread_count_caps_kwker(torch_ops, kind):
     _install(torch_ops, kind)
