@@ -458,7 +458,10 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.panel_bytes = lin_panel_bytes(mode, jb.kp, group);
   jb.npanels = (n + NR - 1) / NR;
   jb.ngroups = (jb.npanels + kPromptNC / NR - 1) / (kPromptNC / NR);
-  float *xt = static_cast<float *>(std::malloc(sizeof(float) * size_t(k * jb.mpad)));
+  // 64-byte aligned: every x vector the blocks load is then one cache line (malloc's 16-byte
+  // alignment split each of them over two).
+  float *xt = static_cast<float *>(
+      std::aligned_alloc(64, lin_round_up(int64_t(sizeof(float)) * k * jb.mpad, 64)));
   if (!xt) return -1;
   // Transpose into slabs of 16 rows, so a block streams its x front to back; padded rows are 0.
   for (int64_t r0 = 0; r0 < jb.mpad; r0 += kLinLanes) {
@@ -555,7 +558,8 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
     return prompt_run(ctx, mode, x, m, k, packed, n, group, bias, y);
   const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t ng = mode == kLinInt4 ? kp / group : 0;
-  float *xpad = static_cast<float *>(std::malloc(sizeof(float) * size_t(m * kp + m * ng * kLinLanes + 1)));
+  float *xpad = static_cast<float *>(std::aligned_alloc(  // 64: x vectors in one cache line
+      64, lin_round_up(int64_t(sizeof(float)) * (m * kp + m * ng * kLinLanes + 1), 64)));
   if (!xpad) return -1;
   float *gsums = mode == kLinInt4 ? xpad + m * kp : nullptr;
   for (int64_t r = 0; r < m; ++r) {
