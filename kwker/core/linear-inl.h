@@ -165,16 +165,12 @@ inline float reduce(V a) {
 
 constexpr int NR = kLinNR;
 
-// Software prefetch of the weight stream ahead of the panel loops. One core's hardware
-// prefetchers keep too few lines in flight to reach the memory bandwidth on their own (measured
-// on a 2-core Xeon: a decode step's int4 weights streamed at 9 GB/s from one core): asking for
-// the lines kLinPrefetchAhead bytes ahead raises that. Speed only: the arithmetic is untouched.
-#ifndef KWKER_LIN_PREFETCH
-#define KWKER_LIN_PREFETCH 4096
-#endif
-#ifndef KWKER_LIN_PREFETCH_BF16
-#define KWKER_LIN_PREFETCH_BF16 1024
-#endif
+// Software prefetch of the weight stream ahead of the panel loops. With one row of x the int8 /
+// int4 loops issue their loads too slowly for one core's hardware prefetchers to keep enough
+// lines in flight (a 2-core Xeon's decode step read int4 weights at 20 GB/s on two threads,
+// 32 GB/s asking for the lines 4 KiB ahead; int8 16 -> 37, bf16 19 -> 22 at 1 KiB). float32
+// panels streamed slower with it (29 -> 26 GB/s) and take none. Speed only: no arithmetic moves.
+constexpr int64_t kLinPrefetchQuant = 4096, kLinPrefetchBf16 = 1024;
 template <int64_t kAhead>
 inline void prefetch_ahead(const void *p, int64_t bytes) {
   if (kAhead <= 0) return;
@@ -194,7 +190,7 @@ void panel_dense(const float *const *xs, const uint8_t *panel, int64_t kp, float
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
   for (int64_t k = 0; k < kp; k += kLinLanes, w += NR * kLinLanes) {
-    prefetch_ahead<sizeof(W) == 2 ? KWKER_LIN_PREFETCH_BF16 : 0>(w, NR * kLinLanes * sizeof(W));
+    prefetch_ahead<sizeof(W) == 2 ? kLinPrefetchBf16 : 0>(w, NR * kLinLanes * sizeof(W));
     V xv[MR];
     for (int i = 0; i < MR; ++i) xv[i] = V::load(xs[i] + k);
     for (int j = 0; j < NR; ++j) {
@@ -223,7 +219,7 @@ void panel_q8(const float *const *xs, const uint8_t *panel, int64_t kp, float (*
     for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
   const uint8_t *p = panel;
   for (int64_t k = 0; k < kp; k += kLinQ8Block, p += kLinQ8PanelBlockBytes) {
-    prefetch_ahead<KWKER_LIN_PREFETCH>(p, kLinQ8PanelBlockBytes);
+    prefetch_ahead<kLinPrefetchQuant>(p, kLinQ8PanelBlockBytes);
     float scale[NR];
     std::memcpy(scale, p, sizeof(scale));
     const int8_t *q = reinterpret_cast<const int8_t *>(p + NR * 4);
@@ -257,7 +253,7 @@ void panel_q4(const float *const *xs, const float *const *sums, const uint8_t *p
   const int64_t qbytes = group / 2;
   const uint8_t *p = panel;
   for (int64_t g0 = 0, gi = 0; g0 < kp; g0 += group, ++gi) {
-    prefetch_ahead<KWKER_LIN_PREFETCH>(p, NR * 8 + NR * qbytes);
+    prefetch_ahead<kLinPrefetchQuant>(p, NR * 8 + NR * qbytes);
     float scale[NR], mins[NR];
     std::memcpy(scale, p, sizeof(scale));
     std::memcpy(mins, p + NR * 4, sizeof(mins));
