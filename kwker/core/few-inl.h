@@ -8,6 +8,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include "core/engine_ns-inl.h"
 #include "core/scalar-inl.h"
 
@@ -32,8 +36,44 @@ constexpr size_t kFewVecBytes = 16;
 // per entry read the block D times: 16 distinct at 1e7: int32 0.56 -> 0.42, float64 1.21 -> 0.72 ns/el). D is
 // a compile-time 4, 8 or 16 so the accumulators stay in registers; entries past the real
 // dictionary repeat its first one and are ignored by the caller.
+#if defined(__AVX512F__)
+// AVX-512: each compare gives a mask and one masked subtract counts it, two instructions per
+// entry where the generic vectors took three (compare, masked move of all ones, subtract).
+template <size_t D, class T>
+bool count_block_avx512(const T *v, size_t m, const T *dict, size_t *count) {
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+    constexpr size_t L = 64 / sizeof(T);
+    __m512i acc[D], d[D];
+    const __m512i one = sizeof(T) == 4 ? _mm512_set1_epi32(1) : _mm512_set1_epi64(1);
+    for (size_t j = 0; j < D; ++j) {
+      acc[j] = _mm512_setzero_si512();
+      uint64_t bits = 0;
+      memcpy(&bits, dict + j, sizeof(T));
+      d[j] = sizeof(T) == 4 ? _mm512_set1_epi32(int32_t(bits)) : _mm512_set1_epi64(int64_t(bits));
+    }
+    for (size_t i = 0; i < m; i += L) {
+      const __m512i x = _mm512_loadu_si512(v + i);
+      for (size_t j = 0; j < D; ++j) {
+        if constexpr (sizeof(T) == 4)
+          acc[j] = _mm512_mask_add_epi32(acc[j], _mm512_cmpeq_epi32_mask(x, d[j]), acc[j], one);
+        else
+          acc[j] = _mm512_mask_add_epi64(acc[j], _mm512_cmpeq_epi64_mask(x, d[j]), acc[j], one);
+      }
+    }
+    for (size_t j = 0; j < D; ++j)
+      count[j] = sizeof(T) == 4 ? size_t(uint32_t(_mm512_reduce_add_epi32(acc[j])))
+                                : size_t(_mm512_reduce_add_epi64(acc[j]));
+    return true;
+  }
+  return false;
+}
+#endif
+
 template <size_t D, class T>
 void count_block_vec(const T *v, size_t m, const T *dict, size_t *count) {
+#if defined(__AVX512F__)
+  if (count_block_avx512<D>(v, m, dict, count)) return;
+#endif
   typedef T V __attribute__((vector_size(kFewVecBytes)));
   constexpr size_t L = kFewVecBytes / sizeof(T);
   V acc[D] = {};
