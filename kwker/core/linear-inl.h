@@ -26,6 +26,7 @@
 #include "core/engine_ns-inl.h"
 #include "core/linear_layout.h"
 #include "core/linear_prompt.h"
+#include "runtime/scratch.h"
 #include "runtime/threads.h"
 
 namespace kwker {
@@ -164,6 +165,27 @@ inline float reduce(V a) {
 #endif
 
 constexpr int NR = kLinNR;
+
+// A call's float buffer, 64-byte aligned (so every x vector a kernel loads is one cache line),
+// from the library's scratch cache: a fresh malloc of a megabyte or more per call page-faults it
+// in every time (a [256, 1024] x [1024, 1024] prompt call took 1.9 -> 2.3 ms with two of them).
+// Where the scratch limit refuses it, plain aligned memory; ptr is null only when that fails too.
+struct LinBuffer {
+  float *ptr = nullptr;
+  size_t bytes = 0;
+  bool cached = false;
+  explicit LinBuffer(int64_t count) : bytes(size_t(lin_round_up(count * 4, 64))) {
+    ptr = static_cast<float *>(rt::scratch_acquire(bytes));
+    cached = ptr != nullptr;
+    if (!ptr) ptr = static_cast<float *>(std::aligned_alloc(64, bytes));
+  }
+  ~LinBuffer() {
+    if (cached) rt::scratch_release(ptr, bytes);
+    else std::free(ptr);
+  }
+  LinBuffer(const LinBuffer &) = delete;
+  LinBuffer &operator=(const LinBuffer &) = delete;
+};
 
 // Software prefetch of the weight stream ahead of the panel loops. With one row of x the int8 /
 // int4 loops issue their loads too slowly for one core's hardware prefetchers to keep enough
@@ -315,6 +337,8 @@ struct PJob {
   int mode;
   int64_t m, mpad, n, k, kp, panel_bytes, npanels, ngroups;
   const float *xt;  // slabs of 16 rows: xt[(row / 16) * k * 16 + c * 16 + row % 16]
+  float *part;      // K-chunk partial sums between chunks (mpad x npanels * NR), slab layout:
+                    // part[((row / 16) * ncols + col) * 16 + row % 16]; null with one chunk
   const uint8_t *packed;
   const float *bias;
   float *y;
@@ -322,8 +346,9 @@ struct PJob {
 };
 
 // Rows [r0, r0 + RV * 16) x columns of panels p0.. over k in [kb, ke): the accumulators start
-// at 0 (kb == 0) or at the partial sums left in y by the previous K chunk (exact floats, so the
-// chain is the same as one pass), and the last chunk adds the bias.
+// at 0 (kb == 0) or at the partial sums the previous K chunk left in jb.part (exact floats, so
+// the chain is the same as one pass; whole vectors, where writing them to y and back row by row
+// cost about 4% of a K = 1,024 call), and the last chunk writes y and adds the bias.
 template <int RV, int NC, class W>
 void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke) {
   const W *col[NC];
@@ -333,16 +358,11 @@ void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke
   if (kb == 0) {
     for (int r = 0; r < RV; ++r)
       for (int c = 0; c < NC; ++c) acc[r][c] = V::zero();
-  } else {  // the partial sums of the previous chunk, read back the way they were written
-    float t[NC][RV * kLinLanes];
-    const int64_t c0 = p0 * NR;
-    const int nc = int(jb.n - c0 < NC ? jb.n - c0 : NC);
-    for (int i = 0; i < RV * kLinLanes; ++i) {
-      const int64_t row = r0 + i;
-      for (int c = 0; c < NC; ++c) t[c][i] = row < jb.m && c < nc ? jb.y[row * jb.n + c0 + c] : 0.0f;
-    }
+  } else {  // the previous chunk's partial sums, exact floats, as whole vectors
+    const int64_t ncols = jb.npanels * NR, c0 = p0 * NR;
     for (int r = 0; r < RV; ++r)
-      for (int c = 0; c < NC; ++c) acc[r][c] = V::load(t[c] + r * kLinLanes);
+      for (int c = 0; c < NC; ++c)
+        acc[r][c] = V::load(jb.part + ((r0 / kLinLanes + r) * ncols + c0 + c) * kLinLanes);
   }
   for (int64_t k0 = kb; k0 < ke; k0 += kLinLanes) {
     const int64_t step = (k0 / kLinLanes) * NR * kLinLanes;
@@ -357,8 +377,15 @@ void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke
       }
     }
   }
-  // Out through a small transposed buffer, so each row's NC outputs are written side by side.
   const bool last = ke == jb.k;
+  if (!last) {  // the next chunk goes on from these sums
+    const int64_t ncols = jb.npanels * NR, c0 = p0 * NR;
+    for (int r = 0; r < RV; ++r)
+      for (int c = 0; c < NC; ++c)
+        acc[r][c].store(jb.part + ((r0 / kLinLanes + r) * ncols + c0 + c) * kLinLanes);
+    return;
+  }
+  // Out through a small transposed buffer, so each row's NC outputs are written side by side.
   float t[NC][RV * kLinLanes];
   for (int c = 0; c < NC; ++c)
     for (int r = 0; r < RV; ++r) acc[r][c].store(t[c] + r * kLinLanes);
@@ -368,7 +395,7 @@ void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke
     const int64_t row = r0 + i;
     if (row >= jb.m) break;
     float *yr = jb.y + row * jb.n + c0;
-    if (last && jb.bias)
+    if (jb.bias)
       for (int c = 0; c < nc; ++c) yr[c] = t[c][i] + jb.bias[c0 + c];
     else
       for (int c = 0; c < nc; ++c) yr[c] = t[c][i];
@@ -454,10 +481,8 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.panel_bytes = lin_panel_bytes(mode, jb.kp, group);
   jb.npanels = (n + NR - 1) / NR;
   jb.ngroups = (jb.npanels + kPromptNC / NR - 1) / (kPromptNC / NR);
-  // 64-byte aligned: every x vector the blocks load is then one cache line (malloc's 16-byte
-  // alignment split each of them over two).
-  float *xt = static_cast<float *>(
-      std::aligned_alloc(64, lin_round_up(int64_t(sizeof(float)) * k * jb.mpad, 64)));
+  LinBuffer xt_buf(k * jb.mpad);
+  float *xt = xt_buf.ptr;
   if (!xt) return -1;
   // Transpose into slabs of 16 rows, so a block streams its x front to back; padded rows are 0.
   for (int64_t r0 = 0; r0 < jb.mpad; r0 += kLinLanes) {
@@ -474,13 +499,15 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
     }
   }
   jb.xt = xt;
+  LinBuffer part_buf(k > kPromptKC ? jb.mpad * jb.npanels * NR : 0);
+  jb.part = k > kPromptKC ? part_buf.ptr : nullptr;
+  if (k > kPromptKC && !jb.part) return -1;
   jb.packed = static_cast<const uint8_t *>(packed);
   jb.bias = bias;
   jb.y = y;
   jb.ntasks = lin_threads(ctx.threads, jb.panel_bytes * jb.npanels * (m / 8), jb.ngroups);
   ctx.used_threads = jb.ntasks;
   rt::run_parallel(jb.ntasks, prompt_task, &jb);
-  std::free(xt);
   return 0;
 }
 
@@ -554,7 +581,9 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
     return prompt_run(ctx, mode, x, m, k, packed, n, group, bias, y);
   const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t ng = mode == kLinInt4 ? kp / group : 0;
-  float *xpad = static_cast<float *>(std::aligned_alloc(  // 64: x vectors in one cache line
+  // Decode-sized (a few KiB): plain aligned memory, reused hot by malloc; 64-byte aligned so
+  // each x vector is one cache line.
+  float *xpad = static_cast<float *>(std::aligned_alloc(
       64, lin_round_up(int64_t(sizeof(float)) * (m * kp + m * ng * kLinLanes + 1), 64)));
   if (!xpad) return -1;
   float *gsums = mode == kLinInt4 ? xpad + m * kp : nullptr;
