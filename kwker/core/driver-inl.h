@@ -717,10 +717,8 @@ inline int e_sort_segments(CallCtx &ctx, int dtype, const void *src, void *dst,
       // the next ones in: fetch the input 2 KiB ahead of this one, as many lines as this one
       // spans (int64 / float64 rows of 32-256, one thread: 1.06-1.16x on a quiet host, 1.3-1.6x
       // while another tenant loaded the memory; 4-byte rows measured 0.95-1.0x, so not them).
-      if (sizeof(T) == 8 && len * sizeof(T) <= 2048) {
-        const char *ahead = reinterpret_cast<const char *>(s + b + len) + 2048;
-        for (size_t o = 0; o < len * sizeof(T); o += 64) __builtin_prefetch(ahead + o);
-      }
+      if (sizeof(T) == 8 && len * sizeof(T) <= 2048)
+        prefetch_ahead<2048>(s + b + len, int64_t(len * sizeof(T)));
       sort_copy_impl(sub, c, s + b, d + b, len);
     });
   });

@@ -31,13 +31,8 @@ constexpr size_t kFewVecBytes = 32;
 constexpr size_t kFewVecBytes = 16;
 #endif
 
-// Counts of each of the first D dictionary entries in v[0..m), m a multiple of the vector
-// width. Each vector of input is loaded once and compared against every entry (the plain loop
-// per entry read the block D times: 16 distinct at 1e7: int32 0.56 -> 0.42, float64 1.21 -> 0.72 ns/el). D is
-// a compile-time 4, 8 or 16 so the accumulators stay in registers; entries past the real
-// dictionary repeat its first one and are ignored by the caller.
 #if defined(__AVX512F__)
-// AVX-512: each compare gives a mask and one masked subtract counts it, two instructions per
+// AVX-512: each compare gives a mask and one masked add counts it, two instructions per
 // entry where the generic vectors took three (compare, masked move of all ones, subtract).
 template <size_t D, class T>
 bool count_block_avx512(const T *v, size_t m, const T *dict, size_t *count) {
@@ -69,6 +64,11 @@ bool count_block_avx512(const T *v, size_t m, const T *dict, size_t *count) {
 }
 #endif
 
+// Counts of each of the first D dictionary entries in v[0..m), m a multiple of the vector
+// width. Each vector of input is loaded once and compared against every entry (the plain loop
+// per entry read the block D times: 16 distinct at 1e7: int32 0.56 -> 0.42, float64 1.21 -> 0.72 ns/el). D is
+// a compile-time 4, 8 or 16 so the accumulators stay in registers; entries past the real
+// dictionary repeat its first one and are ignored by the caller.
 template <size_t D, class T>
 void count_block_vec(const T *v, size_t m, const T *dict, size_t *count) {
 #if defined(__AVX512F__)

@@ -26,7 +26,7 @@
 #include "core/engine_ns-inl.h"
 #include "core/linear_layout.h"
 #include "core/linear_prompt.h"
-#include "runtime/scratch.h"
+#include "core/memory-inl.h"
 #include "runtime/threads.h"
 
 namespace kwker {
@@ -166,23 +166,20 @@ inline float reduce(V a) {
 
 constexpr int NR = kLinNR;
 
-// A call's float buffer, 64-byte aligned (so every x vector a kernel loads is one cache line),
-// from the library's scratch cache: a fresh malloc of a megabyte or more per call page-faults it
-// in every time (a [256, 1024] x [1024, 1024] prompt call took 1.9 -> 2.3 ms with two of them).
-// Where the scratch limit refuses it, plain aligned memory; ptr is null only when that fails too.
+// A call's float buffer from the scratch cache (64-byte aligned, so every x vector a kernel
+// loads is one cache line, and reused between calls: a fresh megabyte per call page-faulted in
+// every time, a [256, 1024] x [1024, 1024] prompt call 1.9 -> 2.3 ms with two of them). Where the
+// scratch limit refuses it, plain aligned memory: a linear call has no in-place variant to fall
+// back to. ptr is null only when that fails too.
 struct LinBuffer {
-  float *ptr = nullptr;
-  size_t bytes = 0;
-  bool cached = false;
-  explicit LinBuffer(int64_t count) : bytes(size_t(lin_round_up(count * 4, 64))) {
-    ptr = static_cast<float *>(rt::scratch_acquire(bytes));
-    cached = ptr != nullptr;
-    if (!ptr) ptr = static_cast<float *>(std::aligned_alloc(64, bytes));
+  Scratch<float> cached;
+  float *own = nullptr;
+  float *ptr;
+  explicit LinBuffer(int64_t count) : cached(size_t(count)), ptr(cached.ptr) {
+    if (!ptr)
+      ptr = own = static_cast<float *>(std::aligned_alloc(64, size_t(lin_round_up(count * 4, 64))));
   }
-  ~LinBuffer() {
-    if (cached) rt::scratch_release(ptr, bytes);
-    else std::free(ptr);
-  }
+  ~LinBuffer() { std::free(own); }
   LinBuffer(const LinBuffer &) = delete;
   LinBuffer &operator=(const LinBuffer &) = delete;
 };
@@ -193,12 +190,6 @@ struct LinBuffer {
 // 32 GB/s asking for the lines 4 KiB ahead; int8 16 -> 37, bf16 19 -> 22 at 1 KiB). float32
 // panels streamed slower with it (29 -> 26 GB/s) and take none. Speed only: no arithmetic moves.
 constexpr int64_t kLinPrefetchQuant = 4096, kLinPrefetchBf16 = 1024;
-template <int64_t kAhead>
-inline void prefetch_ahead(const void *p, int64_t bytes) {
-  if (kAhead <= 0) return;
-  const char *c = static_cast<const char *>(p) + kAhead;
-  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b, 0, 3);
-}
 
 // One panel (NR columns) for MR rows. xs[i] is row i padded to kp; sums[i] its int4 group sums.
 // float32 and bf16 panels differ only in how a vector of weights is loaded.
@@ -405,12 +396,13 @@ void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke
 // K in equal chunks of at most kPromptKC, so a column group's weights (8 columns x 768 floats,
 // 24 KB) stay in L1 while the rows stream by.
 constexpr int64_t kPromptKC = 768;
+inline int64_t prompt_chunks(int64_t k) { return (k + kPromptKC - 1) / kPromptKC; }
 
 template <class W>
 void prompt_task_w(const PJob &jb, int task) {
   const int64_t g0 = jb.ngroups * task / jb.ntasks, g1 = jb.ngroups * (task + 1) / jb.ntasks;
   constexpr int PG = kPromptNC / NR;  // panels per column group
-  const int64_t chunks = (jb.k + kPromptKC - 1) / kPromptKC;
+  const int64_t chunks = prompt_chunks(jb.k);
   const int64_t kc = lin_round_up((jb.k + chunks - 1) / chunks, kLinLanes);
   for (int64_t kb = 0; kb < jb.k; kb += kc) {
     const int64_t ke = kb + kc < jb.k ? kb + kc : jb.k;
@@ -499,9 +491,10 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
     }
   }
   jb.xt = xt;
-  LinBuffer part_buf(k > kPromptKC ? jb.mpad * jb.npanels * NR : 0);
-  jb.part = k > kPromptKC ? part_buf.ptr : nullptr;
-  if (k > kPromptKC && !jb.part) return -1;
+  const bool chunked = prompt_chunks(k) > 1;
+  LinBuffer part_buf(chunked ? jb.mpad * jb.npanels * NR : 0);
+  jb.part = chunked ? part_buf.ptr : nullptr;
+  if (chunked && !jb.part) return -1;
   jb.packed = static_cast<const uint8_t *>(packed);
   jb.bias = bias;
   jb.y = y;

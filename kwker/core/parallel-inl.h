@@ -8,6 +8,7 @@
 
 #include "core/engine.h"
 #include "core/engine_ns-inl.h"
+#include "core/memory-inl.h"
 #include "core/simd-inl.h"
 #include "runtime/scratch.h"
 #include "runtime/threads.h"
@@ -29,19 +30,6 @@ template <class F> void run_tasks(CallCtx &ctx, int ntasks, F &f) {
   }
   for (int i = 0; i < ntasks; ++i) f(i);
 }
-
-// Scratch buffer owned by one call; released (to the cache) on every path out.
-template <class T> struct Scratch {
-  T *ptr = nullptr;
-  size_t bytes = 0;
-  explicit Scratch(size_t count) : bytes(count * sizeof(T)) {
-    ptr = static_cast<T *>(rt::scratch_acquire(bytes));
-  }
-  ~Scratch() { rt::scratch_release(ptr, bytes); }
-  Scratch(const Scratch &) = delete;
-  Scratch &operator=(const Scratch &) = delete;
-  explicit operator bool() const { return ptr != nullptr; }
-};
 
 // A buffer of n elements: on the stack up to N (short calls skip the scratch cache's lock),
 // else from scratch (ptr is null when scratch is refused).
