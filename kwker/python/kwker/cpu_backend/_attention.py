@@ -14,29 +14,19 @@ The wrapper is registered through transformers' AttentionInterface (the document
 attention implementation), so it applies to any model that dispatches through it; the model's
 previous implementation is kept on each attention module (`_kwker_inner_attention`).
 """
-import ctypes
+from . import _status
 
 NAME = "kwker_medium_bf16"
-PROMPT_ROWS = 16  # kLinPromptRows in core/linear_prompt.h: where the prompt kernels start
 ROUNDING_KERNELS = ("amx-bf16", "avx512-bf16")
-_MEDIUM = 1
-
-_kernel_fn = []
+_MEDIUM = 1  # the C library's mode code for "medium"
 
 
-def _prompt_kernel():
-    """The kernel a "medium" prompt call takes now (KWKER_AMX is read at every call in C)."""
-    if not _kernel_fn:
-        from kwker import _locate
-        fn = ctypes.CDLL(_locate.library_path()).kwker_linear_kernel
-        fn.restype, fn.argtypes = ctypes.c_char_p, [ctypes.c_int, ctypes.c_int64]
-        _kernel_fn.append(fn)
-    name = _kernel_fn[0](_MEDIUM, PROMPT_ROWS)
-    return name.decode() if name else ""
-
-
-def rounds_prompt():
-    return _prompt_kernel() in ROUNDING_KERNELS
+def rounds_prompt(rows=_status.PROMPT_ROWS):
+    """Whether a "medium" linear call of `rows` rows rounds x to bfloat16 now: the library
+    decides (its prompt kernels start at 16 rows; KWKER_AMX is read at every call)."""
+    fn = _status.kernel_fn()
+    name = fn(_MEDIUM, rows) if fn is not None else None
+    return (name.decode() if name else "") in ROUNDING_KERNELS
 
 
 def _inner(module):
@@ -55,8 +45,7 @@ def _inner(module):
 def _attention(module, query, key, value, attention_mask, **kwargs):
     import torch
     inner = _inner(module)
-    rows = query.shape[0] * query.shape[-2]
-    if (query.dtype != torch.float32 or rows < PROMPT_ROWS or not rounds_prompt()):
+    if query.dtype != torch.float32 or not rounds_prompt(query.shape[0] * query.shape[-2]):
         return inner(module, query, key, value, attention_mask, **kwargs)
     bf = torch.bfloat16
     mask = attention_mask

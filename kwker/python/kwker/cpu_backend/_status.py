@@ -81,16 +81,29 @@ def amx_status(cpu_features, kernels=None):
 PROMPT_ROWS = 1 << 16
 
 
+_kernel_fn = []
+
+
+def kernel_fn():
+    """The C library's kwker_linear_kernel(mode, rows) (loaded once), or None when the library
+    is too old to have it."""
+    if not _kernel_fn:
+        try:
+            from kwker import _locate
+            fn = ctypes.CDLL(_locate.library_path()).kwker_linear_kernel
+        except (OSError, AttributeError, ImportError):
+            return None
+        fn.restype, fn.argtypes = ctypes.c_char_p, [ctypes.c_int, ctypes.c_int64]
+        _kernel_fn.append(fn)
+    return _kernel_fn[0]
+
+
 def linear_kernels():
     """{"engine", "decode": {mode: kernel}, "prompt": {mode: kernel}}: what kwker_linear runs
     now for one row and for a prompt (kwker_linear_kernel; {} when the library is too old)."""
-    try:
-        from kwker import _locate
-        lib = ctypes.CDLL(_locate.library_path())
-        fn = lib.kwker_linear_kernel
-    except (OSError, AttributeError, ImportError):
+    fn = kernel_fn()
+    if fn is None:
         return {}
-    fn.restype, fn.argtypes = ctypes.c_char_p, [ctypes.c_int, ctypes.c_int64]
     modes = ("high", "medium", "int8", "int4")
     out = {"decode": {m: fn(i, 1).decode() for i, m in enumerate(modes)},
            "prompt": {m: fn(i, PROMPT_ROWS).decode() for i, m in enumerate(modes)}}
