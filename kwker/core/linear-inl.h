@@ -327,7 +327,9 @@ inline float widen(uint16_t w) {
 struct PJob {
   int mode;
   int64_t m, mpad, n, k, kp, panel_bytes, npanels, ngroups;
-  const float *xt;  // slabs of 16 rows: xt[(row / 16) * k * 16 + c * 16 + row % 16]
+  const float *x;   // the input rows, m x k
+  float *xt;        // slabs of 16 rows: xt[(row / 16) * k * 16 + c * 16 + row % 16]
+  bool by_rows;     // tasks split the slabs (and transpose their own) rather than the columns
   float *part;      // K-chunk partial sums between chunks (mpad x npanels * NR), slab layout:
                     // part[((row / 16) * ncols + col) * 16 + row % 16]; null with one chunk
   const uint8_t *packed;
@@ -336,12 +338,49 @@ struct PJob {
   int ntasks;
 };
 
+#if defined(__AVX512F__)
+// a[c] holds column c of 16 rows; writes the 16 rows of 8 outputs (+ bias[c], one rounding, as
+// the scalar path) at y, y + ld, ... Transposed in registers: the scalar path's 128 loads and
+// stores per 16 rows were 6-8% of a K = 1,024 call on the Xeon with AMX.
+inline void store_rows8(const __m512 a[8], float *y, int64_t ld, const float *bias) {
+  __m512 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {  // pairs of columns interleaved: lane L = rows 4L..4L+3
+    t[2 * i] = _mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {  // u[4h + j]: in lane L, row 4L + j, columns 4h..4h+3
+    const __m512d x0 = _mm512_castps_pd(t[4 * h]), x1 = _mm512_castps_pd(t[4 * h + 1]);
+    const __m512d x2 = _mm512_castps_pd(t[4 * h + 2]), x3 = _mm512_castps_pd(t[4 * h + 3]);
+    u[4 * h + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(x0, x2));
+    u[4 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(x0, x2));
+    u[4 * h + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(x1, x3));
+    u[4 * h + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(x1, x3));
+  }
+  // Rows j and 4 + j (lanes 0, 1), 8 + j and 12 + j (lanes 2, 3): each row's two halves side by side.
+  const __m512i lo = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i hi = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  __m512 b = _mm512_setzero_ps();
+  if (bias) b = _mm512_broadcast_f32x8(_mm256_loadu_ps(bias));
+  for (int j = 0; j < 4; ++j) {
+    __m512 p = _mm512_permutex2var_ps(u[j], lo, u[4 + j]), q = _mm512_permutex2var_ps(u[j], hi, u[4 + j]);
+    if (bias) {
+      p = _mm512_add_ps(p, b);
+      q = _mm512_add_ps(q, b);
+    }
+    _mm256_storeu_ps(y + j * ld, _mm512_castps512_ps256(p));
+    _mm256_storeu_ps(y + (4 + j) * ld, _mm512_extractf32x8_ps(p, 1));
+    _mm256_storeu_ps(y + (8 + j) * ld, _mm512_castps512_ps256(q));
+    _mm256_storeu_ps(y + (12 + j) * ld, _mm512_extractf32x8_ps(q, 1));
+  }
+}
+#endif
+
 // Rows [r0, r0 + RV * 16) x columns of panels p0.. over k in [kb, ke): the accumulators start
 // at 0 (kb == 0) or at the partial sums the previous K chunk left in jb.part (exact floats, so
 // the chain is the same as one pass; whole vectors, where writing them to y and back row by row
 // cost about 4% of a K = 1,024 call), and the last chunk writes y and adds the bias.
 template <int RV, int NC, class W>
-void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke) {
+void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke, int64_t pf_next = 0) {
   const W *col[NC];
   for (int c = 0; c < NC; ++c)
     col[c] = reinterpret_cast<const W *>(jb.packed + (p0 + c / NR) * jb.panel_bytes) + (c % NR) * kLinLanes;
@@ -358,6 +397,10 @@ void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke
   for (int64_t k0 = kb; k0 < ke; k0 += kLinLanes) {
     const int64_t step = (k0 / kLinLanes) * NR * kLinLanes;
     const int lmax = int(ke - k0 < kLinLanes ? ke - k0 : kLinLanes);
+    if (pf_next)  // the next column group's lines of this k step, into L2 (see prompt_rows)
+      for (int c = 0; c < NC; c += NR)
+        for (int b = 0; b < NR * kLinLanes * int(sizeof(W)); b += 64)
+          __builtin_prefetch(reinterpret_cast<const char *>(col[c] + step) + pf_next + b, 0, 2);
     for (int l = 0; l < lmax; ++l) {
       const float *xk = jb.xt + r0 * jb.k + (k0 + l) * kLinLanes;
       V xv[RV];
@@ -376,11 +419,23 @@ void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke
         acc[r][c].store(jb.part + ((r0 / kLinLanes + r) * ncols + c0 + c) * kLinLanes);
     return;
   }
+  const int64_t c0 = p0 * NR;
+#if defined(__AVX512F__)
+  if constexpr (NC == 8) {
+    if (c0 + NC <= jb.n && r0 + RV * kLinLanes <= jb.m) {
+      for (int r = 0; r < RV; ++r) {
+        __m512 a[8];
+        for (int c = 0; c < 8; ++c) a[c] = acc[r][c].v;
+        store_rows8(a, jb.y + (r0 + r * kLinLanes) * jb.n + c0, jb.n, jb.bias ? jb.bias + c0 : nullptr);
+      }
+      return;
+    }
+  }
+#endif
   // Out through a small transposed buffer, so each row's NC outputs are written side by side.
   float t[NC][RV * kLinLanes];
   for (int c = 0; c < NC; ++c)
     for (int r = 0; r < RV; ++r) acc[r][c].store(t[c] + r * kLinLanes);
-  const int64_t c0 = p0 * NR;
   const int nc = int(jb.n - c0 < NC ? jb.n - c0 : NC);
   for (int i = 0; i < RV * kLinLanes; ++i) {
     const int64_t row = r0 + i;
@@ -397,39 +452,6 @@ void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke
 // 24 KB) stay in L1 while the rows stream by.
 constexpr int64_t kPromptKC = 768;
 inline int64_t prompt_chunks(int64_t k) { return (k + kPromptKC - 1) / kPromptKC; }
-
-template <class W>
-void prompt_task_w(const PJob &jb, int task) {
-  const int64_t g0 = jb.ngroups * task / jb.ntasks, g1 = jb.ngroups * (task + 1) / jb.ntasks;
-  constexpr int PG = kPromptNC / NR;  // panels per column group
-  const int64_t chunks = prompt_chunks(jb.k);
-  const int64_t kc = lin_round_up((jb.k + chunks - 1) / chunks, kLinLanes);
-  for (int64_t kb = 0; kb < jb.k; kb += kc) {
-    const int64_t ke = kb + kc < jb.k ? kb + kc : jb.k;
-    for (int64_t g = g0; g < g1; ++g) {
-      const int64_t p0 = g * PG;
-      const bool full = p0 + PG <= jb.npanels;
-      int64_t r0 = 0;
-      for (; r0 + kPromptRV * kLinLanes <= jb.mpad; r0 += kPromptRV * kLinLanes) {
-        if (full) prompt_block<kPromptRV, kPromptNC, W>(jb, r0, p0, kb, ke);
-        else prompt_block<kPromptRV, NR, W>(jb, r0, p0, kb, ke);
-      }
-      for (; r0 < jb.mpad; r0 += kLinLanes) {
-        if (full) prompt_block<1, kPromptNC, W>(jb, r0, p0, kb, ke);
-        else prompt_block<1, NR, W>(jb, r0, p0, kb, ke);
-      }
-      if (!full)  // the last group's remaining panels, one at a time
-        for (int64_t p = p0 + 1; p < jb.npanels; ++p)
-          for (int64_t r = 0; r < jb.mpad; r += kLinLanes) prompt_block<1, NR, W>(jb, r, p, kb, ke);
-    }
-  }
-}
-
-void prompt_task(void *ctx, int task) {
-  const PJob &jb = *static_cast<const PJob *>(ctx);
-  if (jb.mode == kLinF32) prompt_task_w<float>(jb, task);
-  else prompt_task_w<uint16_t>(jb, task);
-}
 
 #if defined(__AVX512F__)
 // 16 x 16 floats: src rows of stride ld -> dst[c * 16 + r] (16 contiguous vectors).
@@ -461,6 +483,89 @@ inline void transpose16(const float *src, int64_t ld, float *dst) {
 }
 #endif
 
+// Slab s of x (rows 16 s .. 16 s + 15) into jb.xt, so a block streams its x front to back;
+// rows past m are 0.
+inline void transpose_slab(const PJob &jb, int64_t s) {
+  const int64_t r0 = s * kLinLanes, k = jb.k, m = jb.m;
+  const float *x = jb.x;
+  float *slab = jb.xt + r0 * k;
+  int64_t c0 = 0;
+#if defined(__AVX512F__)
+  if (r0 + kLinLanes <= m)
+    for (; c0 + 16 <= k; c0 += 16) transpose16(x + r0 * k + c0, k, slab + c0 * kLinLanes);
+#endif
+  for (; c0 < k; c0 += 16) {
+    const int64_t c1 = c0 + 16 < k ? c0 + 16 : k;
+    for (int64_t r = r0; r < r0 + kLinLanes; ++r)
+      for (int64_t c = c0; c < c1; ++c) slab[c * kLinLanes + (r - r0)] = r < m ? x[r * k + c] : 0.0f;
+  }
+}
+
+// Slabs [s0, s1) by column groups [g0, g1). AVX-512: blocks of 3 slabs, the last 1-4 slabs as
+// 2 + 2, 2 or 1 (a block of RV slabs keeps RV x 8 accumulators; 2 x 8 runs nearer 3 x 8's speed
+// than 1 x 8, whose 8 chains barely cover the FMA latency); AVX2: one slab at a time.
+template <class W>
+void prompt_rows(const PJob &jb, int64_t s0, int64_t s1, int64_t g0, int64_t g1) {
+  constexpr int PG = kPromptNC / NR;  // panels per column group
+  const int64_t chunks = prompt_chunks(jb.k);
+  const int64_t kc = lin_round_up((jb.k + chunks - 1) / chunks, kLinLanes);
+  for (int64_t kb = 0; kb < jb.k; kb += kc) {
+    const int64_t ke = kb + kc < jb.k ? kb + kc : jb.k;
+    for (int64_t g = g0; g < g1; ++g) {
+      const int64_t p0 = g * PG;
+      const bool full = p0 + PG <= jb.npanels;
+      // The group's first block asks for the next group's weights (kPromptNC / NR panels on)
+      // into L2: in a model's prefill they come from memory, and each task (split by rows)
+      // streams all of them; SmolLM2's gate / up calls went from 2.0 to 1.7 ms with it.
+      const int64_t pf = g + 1 < g1 && p0 + 2 * PG <= jb.npanels ? PG * jb.panel_bytes : 0;
+      for (int64_t s = s0; s < s1;) {
+        const int64_t left = s1 - s, r0 = s * kLinLanes, f = s == s0 ? pf : 0;
+        int rv = 1;
+        if constexpr (kPromptRV >= 3) rv = left >= 5 || left == 3 ? 3 : left >= 2 ? 2 : 1;
+        if constexpr (kPromptRV >= 3) {
+          if (rv == 3) {
+            if (full) prompt_block<3, kPromptNC, W>(jb, r0, p0, kb, ke, f);
+            else prompt_block<3, NR, W>(jb, r0, p0, kb, ke);
+          } else if (rv == 2) {
+            if (full) prompt_block<2, kPromptNC, W>(jb, r0, p0, kb, ke, f);
+            else prompt_block<2, NR, W>(jb, r0, p0, kb, ke);
+          }
+        }
+        if (rv == 1) {
+          if (full) prompt_block<1, kPromptNC, W>(jb, r0, p0, kb, ke, f);
+          else prompt_block<1, NR, W>(jb, r0, p0, kb, ke);
+        }
+        s += rv;
+      }
+      if (!full)  // the last group's remaining panels, one at a time
+        for (int64_t p = p0 + 1; p < jb.npanels; ++p)
+          for (int64_t s = s0; s < s1; ++s) prompt_block<1, NR, W>(jb, s * kLinLanes, p, kb, ke);
+    }
+  }
+}
+
+// Split by rows where every task gets at least 2 slabs: each task transposes its own slabs (no
+// serial transpose before the tasks start, and each core reads its x from its own L2) and
+// computes every column for them. Fewer rows: split by column groups, x transposed beforehand.
+template <class W>
+void prompt_task_w(const PJob &jb, int task) {
+  const int64_t nslabs = jb.mpad / kLinLanes;
+  if (jb.by_rows) {
+    const int64_t s0 = nslabs * task / jb.ntasks, s1 = nslabs * (task + 1) / jb.ntasks;
+    for (int64_t s = s0; s < s1; ++s) transpose_slab(jb, s);
+    prompt_rows<W>(jb, s0, s1, 0, jb.ngroups);
+  } else {
+    prompt_rows<W>(jb, 0, nslabs, jb.ngroups * task / jb.ntasks, jb.ngroups * (task + 1) / jb.ntasks);
+  }
+}
+
+void prompt_task(void *ctx, int task) {
+  const PJob &jb = *static_cast<const PJob *>(ctx);
+  if (jb.mode == kLinF32) prompt_task_w<float>(jb, task);
+  else prompt_task_w<uint16_t>(jb, task);
+}
+
+
 int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, const void *packed,
                int64_t n, int64_t group, const float *bias, float *y) {
   PJob jb;
@@ -474,23 +579,9 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.npanels = (n + NR - 1) / NR;
   jb.ngroups = (jb.npanels + kPromptNC / NR - 1) / (kPromptNC / NR);
   LinBuffer xt_buf(k * jb.mpad);
-  float *xt = xt_buf.ptr;
-  if (!xt) return -1;
-  // Transpose into slabs of 16 rows, so a block streams its x front to back; padded rows are 0.
-  for (int64_t r0 = 0; r0 < jb.mpad; r0 += kLinLanes) {
-    float *slab = xt + r0 * k;
-    int64_t c0 = 0;
-#if defined(__AVX512F__)
-    if (r0 + kLinLanes <= m)
-      for (; c0 + 16 <= k; c0 += 16) transpose16(x + r0 * k + c0, k, slab + c0 * kLinLanes);
-#endif
-    for (; c0 < k; c0 += 16) {
-      const int64_t c1 = c0 + 16 < k ? c0 + 16 : k;
-      for (int64_t r = r0; r < r0 + kLinLanes; ++r)
-        for (int64_t c = c0; c < c1; ++c) slab[c * kLinLanes + (r - r0)] = r < m ? x[r * k + c] : 0.0f;
-    }
-  }
-  jb.xt = xt;
+  if (!xt_buf.ptr) return -1;
+  jb.x = x;
+  jb.xt = xt_buf.ptr;
   const bool chunked = prompt_chunks(k) > 1;
   LinBuffer part_buf(chunked ? jb.mpad * jb.npanels * NR : 0);
   jb.part = chunked ? part_buf.ptr : nullptr;
@@ -498,7 +589,12 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.packed = static_cast<const uint8_t *>(packed);
   jb.bias = bias;
   jb.y = y;
-  jb.ntasks = lin_threads(ctx.threads, jb.panel_bytes * jb.npanels * (m / 8), jb.ngroups);
+  const int64_t nslabs = jb.mpad / kLinLanes;
+  jb.ntasks = lin_threads(ctx.threads, jb.panel_bytes * jb.npanels * (m / 8),
+                          nslabs > jb.ngroups ? nslabs : jb.ngroups);
+  jb.by_rows = nslabs >= 2 * jb.ntasks;
+  if (!jb.by_rows)
+    for (int64_t s = 0; s < nslabs; ++s) transpose_slab(jb, s);
   ctx.used_threads = jb.ntasks;
   rt::run_parallel(jb.ntasks, prompt_task, &jb);
   return 0;

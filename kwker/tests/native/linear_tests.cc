@@ -343,6 +343,8 @@ void run_linear_tests() {
   test_case(KWKER_LINEAR_INT4, 24, 384, 64, 128, false, 2);
   test_case(KWKER_LINEAR_MEDIUM, 700, 1024, 64, 32, true, 2);
   test_case(KWKER_LINEAR_HIGH, 700, 1024, 70, 32, true, 2);
+  test_case(KWKER_LINEAR_HIGH, 100, 576, 256, 32, false, 2);  // 16 slabs split by rows: 3 + 3 + 2 each
+  test_case(KWKER_LINEAR_MEDIUM, 37, 200, 100, 32, true, 3);
   test_case(KWKER_LINEAR_INT8, 700, 1024, 64, 32, true, 2);
   std::printf("linear kernels: tested\n");
 }
