@@ -384,7 +384,7 @@ void int_task(void *ctx, int task) {
 // row rr holding (w[c][2rr], w[c][2rr+1]) at 4c.
 struct BJob {
   int64_t m, mpad, n, kp2, kp, panel_bytes, npanels, nstrips;
-  const uint16_t *xa;  // mpad x kp2 bfloat16
+  const uint16_t *xa;  // mpad x kp2 bfloat16: AMX in 16 x 32 tiles, VDPBF16PS by row (Bf16Rows)
   const uint8_t *packed;
   const float *bias;
   float *y;
@@ -436,13 +436,13 @@ void bf16_task(void *ctx, int task) {
       _tile_zero(2);
       _tile_zero(3);
       for (int64_t s = 0; s < steps; ++s) {
-        _tile_loadd(4, jb.xa + t * jb.kp2 + s * 32, jb.kp2 * 2);
+        _tile_loadd(4, jb.xa + ((t / 16) * steps + s) * 512, 64);
         _tile_loadd(6, bw + (s * 2) * 512, 64);
         _tile_loadd(7, bw + (s * 2 + 1) * 512, 64);
         _tile_dpbf16ps(0, 4, 6);
         _tile_dpbf16ps(1, 4, 7);
         if (two) {
-          _tile_loadd(5, jb.xa + (t + 16) * jb.kp2 + s * 32, jb.kp2 * 2);
+          _tile_loadd(5, jb.xa + ((t / 16 + 1) * steps + s) * 512, 64);
           _tile_dpbf16ps(2, 5, 6);
           _tile_dpbf16ps(3, 5, 7);
         }
@@ -513,6 +513,31 @@ void dpbf16_task(void *ctx, int task) {
   std::free(bw);
 }
 
+// x rounded to bfloat16 (to nearest even, as torch's .to(bfloat16)), k valid columns of kp2,
+// rows past m zero. For AMX in tile order (each 16 rows x 32 columns one contiguous KiB, so a
+// tile load reads 16 consecutive lines rather than 16 rows kp2 * 2 bytes apart), else by row.
+struct Bf16Rows {
+  const float *x;
+  int64_t k, kp2, m, rows;
+  bool tiles;
+  uint16_t *xa;
+  int ntasks;
+};
+
+void bf16_rows_task(void *ctx, int task) {
+  const Bf16Rows &b = *static_cast<const Bf16Rows *>(ctx);
+  const int64_t r0 = b.rows * task / b.ntasks, r1 = b.rows * (task + 1) / b.ntasks;
+  const int64_t steps = b.kp2 / 32;
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t c = 0; c < b.kp2; c += 32) {
+      __m512 lo, hi;
+      load32(r < b.m ? b.x + r * b.k + c : b.x, r < b.m ? b.k - c : 0, lo, hi);
+      uint16_t *d = b.tiles ? b.xa + ((r / 16) * steps + c / 32) * 512 + (r % 16) * 32 : b.xa + r * b.kp2 + c;
+      _mm512_storeu_si512(d, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+  }
+}
+
 struct QuantRows {
   const float *x;
   int64_t k, kp, nb, m;
@@ -567,14 +592,12 @@ int linear_prompt_avx512(CallCtx &ctx, int mode, const float *x, int64_t m, int6
     const int64_t xrows = kern == kPromptAmxBf16 ? jb.mpad : lin_round_up(m, kDpRows);
     uint16_t *xa = static_cast<uint16_t *>(std::aligned_alloc(64, size_t(lin_round_up(xrows * jb.kp2 * 2, 64))));
     if (!xa) return -1;
-    std::memset(xa, 0, size_t(xrows * jb.kp2 * 2));
-    for (int64_t r = 0; r < m; ++r) {  // round to nearest even, as torch's .to(bfloat16)
-      for (int64_t c = 0; c < k; c += 32) {
-        __m512 lo, hi;
-        load32(x + r * k + c, k - c, lo, hi);
-        _mm512_storeu_si512(xa + r * jb.kp2 + c, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-      }
-    }
+    // Rounding x is a few percent of a prompt GEMM: the threads share it where there are rows
+    // enough, as for the int8 kernels' quantisation.
+    Bf16Rows br{x, k, jb.kp2, m, xrows, kern == kPromptAmxBf16, xa, 1};
+    br.ntasks = int(xrows / 64 < 1 ? 1 : (xrows / 64 < ctx.threads ? xrows / 64 : ctx.threads));
+    if (br.ntasks > 1) rt::run_parallel(br.ntasks, bf16_rows_task, &br);
+    else bf16_rows_task(&br, 0);
     jb.xa = xa;
     jb.ntasks = lin_threads(ctx.threads, panel_bytes * npanels * (m / 16), jb.nstrips);
     ctx.used_threads = jb.ntasks;
