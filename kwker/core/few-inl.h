@@ -21,8 +21,8 @@ namespace KWKER_ENGINE_NS {
 constexpr size_t kFewDistinctMin = 100000;  // below, one 64-key sample is not worth its cost
 constexpr size_t kFewDistinctMax = 16;
 
-// dst = sorted src (dst may equal src) when src has at most kFewDistinctMax distinct keys, all
-// of them in a strided sample; false (dst untouched) otherwise.
+// dst = sorted src (dst may equal src) when src has at most kFewDistinctMax distinct keys and a
+// strided sample finds no more than that; false (dst untouched) otherwise.
 #if defined(__AVX512F__)
 constexpr size_t kFewVecBytes = 64;
 #elif defined(__AVX2__)
@@ -117,32 +117,60 @@ bool sort_few_distinct(const Codec c, const typename Codec::T *src, typename Cod
   }
   size_t count[kFewDistinctMax] = {};
   constexpr size_t kBlock = 2048;
-  const size_t D = d <= 4 ? 4 : d <= 8 ? 8 : 16;
-  for (size_t j = d; j < D; ++j) dict[j] = dict[0];
-  for (size_t b = 0; b < n; b += kBlock) {
+  size_t D = 0;
+  auto pad = [&] {  // entries d..D repeat the first one (their counts are ignored)
+    D = d <= 4 ? 4 : d <= 8 ? 8 : 16;
+    for (size_t j = d; j < D; ++j) dict[j] = dict[0];
+  };
+  pad();
+  for (size_t b = 0; b < n;) {
     const size_t m = b + kBlock < n ? kBlock : n - b;
     const T *v = src + b;
-    size_t matched = 0;
+    size_t part[kFewDistinctMax] = {}, matched = 0;
     if (m == kBlock) {  // full blocks: one load per vector (count_block_vec)
-      size_t part[kFewDistinctMax];
       if (D == 4) count_block_vec<4>(v, m, dict, part);
       else if (D == 8) count_block_vec<8>(v, m, dict, part);
       else count_block_vec<16>(v, m, dict, part);
+    } else {
       for (size_t j = 0; j < d; ++j) {
-        count[j] += part[j];
-        matched += part[j];
+        const T x = dict[j];
+        uint32_t hits = 0;  // 32-bit lanes, so the count vectorises at full width
+        for (size_t i = 0; i < m; ++i) hits += uint32_t(v[i] == x);
+        part[j] = hits;
       }
-      if (matched != m) return false;
+    }
+    for (size_t j = 0; j < d; ++j) matched += part[j];
+    if (matched != m) {
+      // Values the sample missed (64 samples miss one of 16 equally frequent values about a
+      // quarter of the time): they join the dictionary while it has room, and the block is
+      // counted again. Earlier blocks held none of them, so their counts stand.
+      for (size_t i = 0; i < m; ++i) {
+        const T x = v[i];
+        bool seen = false;
+        for (size_t j = 0; j < d; ++j) seen |= dict[j] == x;
+        if (seen) continue;
+        if constexpr (Codec::kNanPayload)
+          if (!nan_ok && c.is_nan(x)) return false;
+        if (d == kFewDistinctMax) return false;
+        dict[d++] = x;
+      }
+      pad();
       continue;
     }
-    for (size_t j = 0; j < d; ++j) {
-      const T x = dict[j];
-      uint32_t hits = 0;  // 32-bit lanes, so the count vectorises at full width
-      for (size_t i = 0; i < m; ++i) hits += uint32_t(v[i] == x);
-      count[j] += hits;
-      matched += hits;
+    for (size_t j = 0; j < d; ++j) count[j] += part[j];
+    b += m;
+  }
+  // Entries in sort order, with their counts (the sample's were sorted; later ones were not).
+  for (size_t j = 1; j < d; ++j) {
+    const T x = dict[j];
+    const size_t cx = count[j];
+    size_t i = j;
+    for (; i > 0 && c.enc(x) < c.enc(dict[i - 1]); --i) {
+      dict[i] = dict[i - 1];
+      count[i] = count[i - 1];
     }
-    if (matched != m) return false;  // a value the sample did not see
+    dict[i] = x;
+    count[i] = cx;
   }
   size_t pos = 0;
   for (size_t j = 0; j < d; ++j) {

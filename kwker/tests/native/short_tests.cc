@@ -286,12 +286,13 @@ void test_packed64() {
 }
 
 // Inputs of few distinct values (the dictionary-counting path): NaNs with several payloads and
-// both zeros among them, and the same with one value the sample cannot have seen (the attempt
-// must abort and the quicksort take over); that value is also an all-ones pattern (a NaN with a
-// payload for the floats), which the in-place float path must not count as a dictionary value.
+// both zeros among them, and the same with values the sample cannot have seen: they join the
+// dictionary while it has room (16), else the attempt aborts and the quicksort takes over; one
+// is an all-ones pattern (a NaN with a payload for the floats), which the in-place float path
+// must not take into its dictionary (it gives up instead).
 void test_few_distinct() {
   for (int dtype : {KWKER_FLOAT32, KWKER_FLOAT64, KWKER_INT32, KWKER_UINT64, KWKER_DATETIME})
-    for (int extra = 0; extra < 3; ++extra)
+    for (int extra = 0; extra < 5; ++extra)
       for (unsigned flags : {0u, unsigned(KWKER_DESCENDING | KWKER_NANS_FIRST)}) {
         const int64_t n = 150000;
         const int w = dtype_size(dtype);
@@ -302,10 +303,15 @@ void test_few_distinct() {
           s = s * 6364136223846793005ull + 1442695040888963407ull;
           std::memcpy(data.data() + i * w, pool.data() + (s >> 33) % 12 * w, size_t(w));
         }
-        if (extra)  // a late newcomer
+        if (extra == 1 || extra == 2)  // a late newcomer
           std::memset(data.data() + (n - 7) * w, extra == 1 ? 0x5B : 0xFF, size_t(w));
+        // Newcomers in several blocks: 4 (16 distinct, the dictionary grows block by block) or
+        // 5 (17: the attempt aborts after counting most of the input).
+        if (extra >= 3)
+          for (int j = 0; j < extra + 1; ++j)
+            std::memset(data.data() + (n / 3 + j * 9001) * w, 0x11 * (j + 1), size_t(w));
         check_1d_all(dtype, kwker::ref::kSpecials, n, flags,
-                     extra ? "few distinct + one unseen" : "few distinct", &data, 1);
+                     extra ? "few distinct + unseen values" : "few distinct", &data, 1);
       }
 }
 
