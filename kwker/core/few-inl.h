@@ -13,6 +13,7 @@
 #endif
 
 #include "core/engine_ns-inl.h"
+#include "core/parallel-inl.h"
 #include "core/scalar-inl.h"
 
 namespace kwker {
@@ -21,8 +22,6 @@ namespace KWKER_ENGINE_NS {
 constexpr size_t kFewDistinctMin = 100000;  // below, one 64-key sample is not worth its cost
 constexpr size_t kFewDistinctMax = 16;
 
-// dst = sorted src (dst may equal src) when src has at most kFewDistinctMax distinct keys and a
-// strided sample finds no more than that; false (dst untouched) otherwise.
 #if defined(__AVX512F__)
 constexpr size_t kFewVecBytes = 64;
 #elif defined(__AVX2__)
@@ -89,33 +88,15 @@ void count_block_vec(const T *v, size_t m, const T *dict, size_t *count) {
   }
 }
 
-// With nan_ok false a NaN in the sample gives up at once, so a success proves the input has no
-// NaN at all (a NaN can then match no entry): callers that have not gathered the NaNs yet need
-// that, as runs of several NaN payloads would not keep their input order.
+// Counts of the dictionary's values in src[lo, hi), added to count[]. Values the dictionary
+// lacks join it while it has room (kFewDistinctMax), and their block is counted again: earlier
+// blocks held none of them, so their counts stand. (A 64-key sample misses one of 16 equally
+// frequent values about a quarter of the time.) False when the range holds more distinct
+// values, or a NaN where nan_ok is false. dict has room for kFewDistinctMax entries past d.
 template <class Codec>
-bool sort_few_distinct(const Codec c, const typename Codec::T *src, typename Codec::T *dst,
-                       size_t n, bool nan_ok = true) {
+bool few_count(const Codec c, const typename Codec::T *src, size_t lo, size_t hi,
+               typename Codec::T *dict, size_t &d, size_t *count, bool nan_ok) {
   using T = typename Codec::T;
-  constexpr size_t kSample = 64;
-  // The dictionary holds values, not keys: counting then compares the input as it is, with no
-  // encoding pass (in sort order equal keys are equal values, except NaNs with other payloads,
-  // which just take entries of their own).
-  T dict[kSample];
-  for (size_t s = 0; s < kSample; ++s) {
-    dict[s] = src[(n / kSample) * s + (n / kSample) / 2];
-    if constexpr (Codec::kNanPayload)
-      if (!nan_ok && c.is_nan(dict[s])) return false;
-  }
-  insertion_sort(dict, kSample, [c](T a, T b) { return c.enc(a) < c.enc(b); });
-  size_t d = 0;
-  for (size_t s = 0; s < kSample; ++s) {
-    bool seen = false;
-    for (size_t j = 0; j < d; ++j) seen |= dict[j] == dict[s];
-    if (seen) continue;
-    if (d == kFewDistinctMax) return false;
-    dict[d++] = dict[s];
-  }
-  size_t count[kFewDistinctMax] = {};
   constexpr size_t kBlock = 2048;
   size_t D = 0;
   auto pad = [&] {  // entries d..D repeat the first one (their counts are ignored)
@@ -123,8 +104,8 @@ bool sort_few_distinct(const Codec c, const typename Codec::T *src, typename Cod
     for (size_t j = d; j < D; ++j) dict[j] = dict[0];
   };
   pad();
-  for (size_t b = 0; b < n;) {
-    const size_t m = b + kBlock < n ? kBlock : n - b;
+  for (size_t b = lo; b < hi;) {
+    const size_t m = b + kBlock < hi ? kBlock : hi - b;
     const T *v = src + b;
     size_t part[kFewDistinctMax] = {}, matched = 0;
     if (m == kBlock) {  // full blocks: one load per vector (count_block_vec)
@@ -141,9 +122,6 @@ bool sort_few_distinct(const Codec c, const typename Codec::T *src, typename Cod
     }
     for (size_t j = 0; j < d; ++j) matched += part[j];
     if (matched != m) {
-      // Values the sample missed (64 samples miss one of 16 equally frequent values about a
-      // quarter of the time): they join the dictionary while it has room, and the block is
-      // counted again. Earlier blocks held none of them, so their counts stand.
       for (size_t i = 0; i < m; ++i) {
         const T x = v[i];
         bool seen = false;
@@ -160,24 +138,94 @@ bool sort_few_distinct(const Codec c, const typename Codec::T *src, typename Cod
     for (size_t j = 0; j < d; ++j) count[j] += part[j];
     b += m;
   }
-  // Entries in sort order, with their counts (the sample's were sorted; later ones were not).
+  return true;
+}
+
+// dst = sorted src (dst may equal src) when src has at most kFewDistinctMax distinct values;
+// false (dst untouched) otherwise, found out early when a strided sample already has more.
+// `parts` tasks on the call's threads count one chunk each, with dictionaries of their own that
+// are merged, and write one chunk of the output each.
+// With nan_ok false a NaN gives up at once (in the sample or while counting), so a success
+// proves the input has no NaN at all: callers that have not gathered the NaNs yet need that, as
+// runs of several NaN payloads would not keep their input order.
+template <class Codec>
+bool sort_few_distinct(CallCtx &ctx, int parts, const Codec c, const typename Codec::T *src,
+                       typename Codec::T *dst, size_t n, bool nan_ok = true) {
+  using T = typename Codec::T;
+  constexpr size_t kSample = 64;
+  // The dictionary holds values, not keys: counting then compares the input as it is, with no
+  // encoding pass (in sort order equal keys are equal values, except NaNs with other payloads,
+  // which just take entries of their own).
+  T sample[kSample];
+  for (size_t s = 0; s < kSample; ++s) {
+    sample[s] = src[(n / kSample) * s + (n / kSample) / 2];
+    if constexpr (Codec::kNanPayload)
+      if (!nan_ok && c.is_nan(sample[s])) return false;
+  }
+  size_t d0 = 0;
+  T dict0[2 * kFewDistinctMax];
+  for (size_t s = 0; s < kSample; ++s) {
+    bool seen = false;
+    for (size_t j = 0; j < d0; ++j) seen |= dict0[j] == sample[s];
+    if (seen) continue;
+    if (d0 == kFewDistinctMax) return false;
+    dict0[d0++] = sample[s];
+  }
+  struct Part {
+    T dict[2 * kFewDistinctMax];
+    size_t d, count[kFewDistinctMax];
+    bool ok;
+  };
+  Part part[kMaxBuckets];
+  auto count = [&](int t) {
+    Part &p = part[t];
+    std::memcpy(p.dict, dict0, sizeof dict0);
+    p.d = d0;
+    for (size_t j = 0; j < kFewDistinctMax; ++j) p.count[j] = 0;
+    p.ok = few_count(c, src, chunk_begin(n, parts, t), chunk_begin(n, parts, t + 1), p.dict, p.d,
+                     p.count, nan_ok);
+  };
+  if (parts == 1) count(0);
+  else parallel_tasks(ctx, parts, count);
+  // Merged: the values of every part, with their counts summed.
+  T dict[kFewDistinctMax];
+  size_t cnt[kFewDistinctMax] = {}, d = 0;
+  for (int t = 0; t < parts; ++t) {
+    if (!part[t].ok) return false;
+    for (size_t j = 0; j < part[t].d; ++j) {
+      size_t i = 0;
+      while (i < d && !(dict[i] == part[t].dict[j])) ++i;
+      if (i == d) {
+        if (d == kFewDistinctMax) return false;
+        dict[d++] = part[t].dict[j];
+      }
+      cnt[i] += part[t].count[j];
+    }
+  }
+  // In sort order, with their counts.
   for (size_t j = 1; j < d; ++j) {
     const T x = dict[j];
-    const size_t cx = count[j];
+    const size_t cx = cnt[j];
     size_t i = j;
     for (; i > 0 && c.enc(x) < c.enc(dict[i - 1]); --i) {
       dict[i] = dict[i - 1];
-      count[i] = count[i - 1];
+      cnt[i] = cnt[i - 1];
     }
     dict[i] = x;
-    count[i] = cx;
+    cnt[i] = cx;
   }
-  size_t pos = 0;
-  for (size_t j = 0; j < d; ++j) {
-    const T x = dict[j];
-    for (size_t i = 0; i < count[j]; ++i) dst[pos + i] = x;
-    pos += count[j];
-  }
+  // Runs, each task writing its chunk of dst.
+  auto fill = [&](int t) {
+    const size_t lo = chunk_begin(n, parts, t), hi = chunk_begin(n, parts, t + 1);
+    size_t pos = 0;
+    for (size_t j = 0; j < d; pos += cnt[j], ++j) {
+      const size_t a = pos > lo ? pos : lo, b = pos + cnt[j] < hi ? pos + cnt[j] : hi;
+      const T x = dict[j];
+      for (size_t i = a; i < b; ++i) dst[i] = x;
+    }
+  };
+  if (parts == 1) fill(0);
+  else parallel_tasks(ctx, parts, fill);
   return true;
 }
 
