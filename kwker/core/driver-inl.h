@@ -21,21 +21,10 @@
 namespace kwker {
 namespace KWKER_ENGINE_NS {
 
-// The thread threshold is engine-neutral (engine.h); the rest are this engine's tuned knobs
-// (core/tuning-inl.h, measured by kwker/bench/thresholds.py).
-constexpr size_t kParallelMin = size_t(kParallelMinElements);
-
+// This engine's tuned knobs (core/tuning-inl.h, measured by kwker/bench/thresholds.py); the
+// thread thresholds (want_parallel, pass_parts) are in core/parallel-inl.h.
 inline size_t knob(tune::Knob k) { return size_t(tuned(k)); }
 
-inline bool on(const CallCtx &ctx, unsigned algo) { return (ctx.algos & algo) != 0; }
-inline bool want_parallel(const CallCtx &ctx, size_t n) {
-  return on(ctx, KWKER_ALGO_PARALLEL) && ctx.threads > 1 && n >= kParallelMin;
-}
-// Threads for one linear pass over n elements (its own, higher break-even: engine.h).
-inline int pass_parts(const CallCtx &ctx, size_t n) {
-  if (!want_parallel(ctx, n) || n < size_t(kParallelPassMinElements)) return 1;
-  return ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets;
-}
 // The sample-partition sort: on several threads, or on one when it writes a separate output
 // anyway (its split pass then stands in for the copy and the first partition pass).
 inline bool want_partition_sort(const CallCtx &ctx, size_t n, bool separate_output) {
@@ -205,7 +194,7 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
       return;
     }
   }
-  if (sizeof(K) >= 4 && n >= kFewDistinctMin && sort_few_distinct(ctx, pass_parts(ctx, n), c, src, dst, n)) return;
+  if (sizeof(K) >= 4 && n >= kFewDistinctMin && sort_few_distinct(ctx, c, src, dst, n)) return;
   if (sizeof(K) >= 4 && want_partition_sort(ctx, n, dst != src)) {
     auto get = [c, src](size_t i) { return c.enc(src[i]); };
     if (dst != src) {
@@ -360,7 +349,7 @@ void sort_copy_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src,
       // Few distinct values first: its counting pass then also proves there is no NaN, so the
       // NaN-gathering pass is skipped (16 distinct float32, 1e7: 0.69 -> 0.60 ns/el).
       if (sizeof(typename Codec::K) >= 4 && n >= kFewDistinctMin &&
-          sort_few_distinct(ctx, pass_parts(ctx, n), c, src, dst, n, /*nan_ok=*/false))
+          sort_few_distinct(ctx, c, src, dst, n, /*nan_ok=*/false))
         return;
       size_t nans = move_nans(c, dst, n, count_nans(ctx, c, dst, n));
       auto *rest = c.nans_first() ? dst + nans : dst;

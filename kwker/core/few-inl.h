@@ -92,7 +92,8 @@ void count_block_vec(const T *v, size_t m, const T *dict, size_t *count) {
 // lacks join it while it has room (kFewDistinctMax), and their block is counted again: earlier
 // blocks held none of them, so their counts stand. (A 64-key sample misses one of 16 equally
 // frequent values about a quarter of the time.) False when the range holds more distinct
-// values, or a NaN where nan_ok is false. dict has room for kFewDistinctMax entries past d.
+// values, or a NaN where nan_ok is false. dict has room for kFewDistinctMax entries (the
+// padding to 4, 8 or 16 stays within them).
 template <class Codec>
 bool few_count(const Codec c, const typename Codec::T *src, size_t lo, size_t hi,
                typename Codec::T *dict, size_t &d, size_t *count, bool nan_ok) {
@@ -143,15 +144,16 @@ bool few_count(const Codec c, const typename Codec::T *src, size_t lo, size_t hi
 
 // dst = sorted src (dst may equal src) when src has at most kFewDistinctMax distinct values;
 // false (dst untouched) otherwise, found out early when a strided sample already has more.
-// `parts` tasks on the call's threads count one chunk each, with dictionaries of their own that
-// are merged, and write one chunk of the output each.
+// On several threads for large inputs (pass_parts): each task counts one chunk, with a
+// dictionary of its own (merged after), and writes one chunk of the output.
 // With nan_ok false a NaN gives up at once (in the sample or while counting), so a success
 // proves the input has no NaN at all: callers that have not gathered the NaNs yet need that, as
 // runs of several NaN payloads would not keep their input order.
 template <class Codec>
-bool sort_few_distinct(CallCtx &ctx, int parts, const Codec c, const typename Codec::T *src,
+bool sort_few_distinct(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                        typename Codec::T *dst, size_t n, bool nan_ok = true) {
   using T = typename Codec::T;
+  const int parts = pass_parts(ctx, n);
   constexpr size_t kSample = 64;
   // The dictionary holds values, not keys: counting then compares the input as it is, with no
   // encoding pass (in sort order equal keys are equal values, except NaNs with other payloads,
@@ -163,7 +165,7 @@ bool sort_few_distinct(CallCtx &ctx, int parts, const Codec c, const typename Co
       if (!nan_ok && c.is_nan(sample[s])) return false;
   }
   size_t d0 = 0;
-  T dict0[2 * kFewDistinctMax];
+  T dict0[kFewDistinctMax];
   for (size_t s = 0; s < kSample; ++s) {
     bool seen = false;
     for (size_t j = 0; j < d0; ++j) seen |= dict0[j] == sample[s];
@@ -172,7 +174,7 @@ bool sort_few_distinct(CallCtx &ctx, int parts, const Codec c, const typename Co
     dict0[d0++] = sample[s];
   }
   struct Part {
-    T dict[2 * kFewDistinctMax];
+    T dict[kFewDistinctMax];
     size_t d, count[kFewDistinctMax];
     bool ok;
   };
@@ -187,40 +189,33 @@ bool sort_few_distinct(CallCtx &ctx, int parts, const Codec c, const typename Co
   };
   if (parts == 1) count(0);
   else parallel_tasks(ctx, parts, count);
-  // Merged: the values of every part, with their counts summed.
-  T dict[kFewDistinctMax];
-  size_t cnt[kFewDistinctMax] = {}, d = 0;
+  // Merged: the values of every part, with their counts summed, then in sort order.
+  struct Entry {
+    T value;
+    size_t count;
+  };
+  Entry e[kFewDistinctMax];
+  size_t d = 0;
   for (int t = 0; t < parts; ++t) {
     if (!part[t].ok) return false;
     for (size_t j = 0; j < part[t].d; ++j) {
       size_t i = 0;
-      while (i < d && !(dict[i] == part[t].dict[j])) ++i;
+      while (i < d && !(e[i].value == part[t].dict[j])) ++i;
       if (i == d) {
         if (d == kFewDistinctMax) return false;
-        dict[d++] = part[t].dict[j];
+        e[d++] = Entry{part[t].dict[j], 0};
       }
-      cnt[i] += part[t].count[j];
+      e[i].count += part[t].count[j];
     }
   }
-  // In sort order, with their counts.
-  for (size_t j = 1; j < d; ++j) {
-    const T x = dict[j];
-    const size_t cx = cnt[j];
-    size_t i = j;
-    for (; i > 0 && c.enc(x) < c.enc(dict[i - 1]); --i) {
-      dict[i] = dict[i - 1];
-      cnt[i] = cnt[i - 1];
-    }
-    dict[i] = x;
-    cnt[i] = cx;
-  }
+  insertion_sort(e, d, [c](const Entry &a, const Entry &b) { return c.enc(a.value) < c.enc(b.value); });
   // Runs, each task writing its chunk of dst.
   auto fill = [&](int t) {
     const size_t lo = chunk_begin(n, parts, t), hi = chunk_begin(n, parts, t + 1);
     size_t pos = 0;
-    for (size_t j = 0; j < d; pos += cnt[j], ++j) {
-      const size_t a = pos > lo ? pos : lo, b = pos + cnt[j] < hi ? pos + cnt[j] : hi;
-      const T x = dict[j];
+    for (size_t j = 0; j < d; pos += e[j].count, ++j) {
+      const size_t a = pos > lo ? pos : lo, b = pos + e[j].count < hi ? pos + e[j].count : hi;
+      const T x = e[j].value;
       for (size_t i = a; i < b; ++i) dst[i] = x;
     }
   };

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
@@ -518,23 +519,19 @@ void prompt_rows(const PJob &jb, int64_t s0, int64_t s1, int64_t g0, int64_t g1)
       // into L2: in a model's prefill they come from memory, and each task (split by rows)
       // streams all of them; SmolLM2's gate / up calls went from 2.0 to 1.7 ms with it.
       const int64_t pf = g + 1 < g1 && p0 + 2 * PG <= jb.npanels ? PG * jb.panel_bytes : 0;
+      auto block = [&](auto rv, int64_t r0, int64_t f) {  // rv: std::integral_constant
+        if (full) prompt_block<decltype(rv)::value, kPromptNC, W>(jb, r0, p0, kb, ke, f);
+        else prompt_block<decltype(rv)::value, NR, W>(jb, r0, p0, kb, ke);
+      };
       for (int64_t s = s0; s < s1;) {
         const int64_t left = s1 - s, r0 = s * kLinLanes, f = s == s0 ? pf : 0;
         int rv = 1;
-        if constexpr (kPromptRV >= 3) rv = left >= 5 || left == 3 ? 3 : left >= 2 ? 2 : 1;
         if constexpr (kPromptRV >= 3) {
-          if (rv == 3) {
-            if (full) prompt_block<3, kPromptNC, W>(jb, r0, p0, kb, ke, f);
-            else prompt_block<3, NR, W>(jb, r0, p0, kb, ke);
-          } else if (rv == 2) {
-            if (full) prompt_block<2, kPromptNC, W>(jb, r0, p0, kb, ke, f);
-            else prompt_block<2, NR, W>(jb, r0, p0, kb, ke);
-          }
+          rv = left >= 5 || left == 3 ? 3 : left >= 2 ? 2 : 1;
+          if (rv == 3) block(std::integral_constant<int, 3>(), r0, f);
+          if (rv == 2) block(std::integral_constant<int, 2>(), r0, f);
         }
-        if (rv == 1) {
-          if (full) prompt_block<1, kPromptNC, W>(jb, r0, p0, kb, ke, f);
-          else prompt_block<1, NR, W>(jb, r0, p0, kb, ke);
-        }
+        if (rv == 1) block(std::integral_constant<int, 1>(), r0, f);
         s += rv;
       }
       if (!full)  // the last group's remaining panels, one at a time

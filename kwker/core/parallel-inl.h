@@ -10,6 +10,7 @@
 #include "core/engine_ns-inl.h"
 #include "core/memory-inl.h"
 #include "core/simd-inl.h"
+#include "kwker/kwker.h"
 #include "runtime/scratch.h"
 #include "runtime/threads.h"
 
@@ -55,6 +56,19 @@ template <class T, size_t N> struct SmallBuffer {
 inline size_t chunk_begin(size_t n, int parts, int i) { return n * size_t(i) / size_t(parts); }
 
 constexpr int kMaxBuckets = 32;
+
+// The thread threshold is engine-neutral (engine.h).
+constexpr size_t kParallelMin = size_t(kParallelMinElements);
+
+inline bool on(const CallCtx &ctx, unsigned algo) { return (ctx.algos & algo) != 0; }
+inline bool want_parallel(const CallCtx &ctx, size_t n) {
+  return on(ctx, KWKER_ALGO_PARALLEL) && ctx.threads > 1 && n >= kParallelMin;
+}
+// Threads for one linear pass over n elements (its own, higher break-even: engine.h).
+inline int pass_parts(const CallCtx &ctx, size_t n) {
+  if (!want_parallel(ctx, n) || n < size_t(kParallelPassMinElements)) return 1;
+  return ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets;
+}
 
 // Splits m keys into buf: keys <= s0 from the front (returns their count in nl), the others
 // from the back down to *high. 32/64-bit keys use the engine's vector partition step.

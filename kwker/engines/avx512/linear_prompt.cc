@@ -513,6 +513,13 @@ void dpbf16_task(void *ctx, int task) {
   std::free(bw);
 }
 
+// Tasks for preparing x (rounding or quantising its rows): one per 64 rows, at most the call's
+// threads.
+inline int prep_tasks(const CallCtx &ctx, int64_t rows) {
+  const int64_t t = rows / 64;
+  return int(t < 1 ? 1 : (t < ctx.threads ? t : ctx.threads));
+}
+
 // x rounded to bfloat16 (to nearest even, as torch's .to(bfloat16)), k valid columns of kp2,
 // rows past m zero. For AMX in tile order (each 16 rows x 32 columns one contiguous KiB, so a
 // tile load reads 16 consecutive lines rather than 16 rows kp2 * 2 bytes apart), else by row.
@@ -595,7 +602,7 @@ int linear_prompt_avx512(CallCtx &ctx, int mode, const float *x, int64_t m, int6
     // Rounding x is a few percent of a prompt GEMM: the threads share it where there are rows
     // enough, as for the int8 kernels' quantisation.
     Bf16Rows br{x, k, jb.kp2, m, xrows, kern == kPromptAmxBf16, xa, 1};
-    br.ntasks = int(xrows / 64 < 1 ? 1 : (xrows / 64 < ctx.threads ? xrows / 64 : ctx.threads));
+    br.ntasks = prep_tasks(ctx, xrows);
     if (br.ntasks > 1) rt::run_parallel(br.ntasks, bf16_rows_task, &br);
     else bf16_rows_task(&br, 0);
     jb.xa = xa;
@@ -629,7 +636,7 @@ int linear_prompt_avx512(CallCtx &ctx, int mode, const float *x, int64_t m, int6
   int32_t *qs = reinterpret_cast<int32_t *>(dx + jb.mpad * nb);
   // Quantising x is about a tenth of a small prompt GEMM: the threads share it too.
   QuantRows qr{x, k, kp, nb, m, qx, dx, qs, 1};
-  qr.ntasks = int(m / 64 < 1 ? 1 : (m / 64 < ctx.threads ? m / 64 : ctx.threads));
+  qr.ntasks = prep_tasks(ctx, m);
   if (qr.ntasks > 1) rt::run_parallel(qr.ntasks, quantise_task, &qr);
   else quantise_task(&qr, 0);
   std::memset(qx + m * kp, 0, size_t((jb.mpad - m) * kp));
