@@ -18,7 +18,7 @@ from . import _status
 
 NAME = "kwker_medium_bf16"
 ROUNDING_KERNELS = ("amx-bf16", "avx512-bf16")
-_MEDIUM = 1  # the C library's mode code for "medium"
+_MEDIUM = _status.MODES.index("medium")  # its C mode code
 
 
 def rounds_prompt(rows=_status.PROMPT_ROWS):

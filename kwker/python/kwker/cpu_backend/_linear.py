@@ -5,7 +5,8 @@ import torch
 
 from kwker.torch_ops import _compiled
 
-MODES = ("high", "medium", "int8", "int4")
+from ._status import MODES
+
 MODE_CODES = {m: i for i, m in enumerate(MODES)}
 
 

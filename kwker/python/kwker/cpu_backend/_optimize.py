@@ -13,7 +13,7 @@ from . import _attention, _status
 # Kept here so that importing kwker.cpu_backend (the doctor does) imports no torch.
 SCHEMES = {"int8": ("q8_0", "per_channel"), "int4": ("q4_1", "q4_0")}
 
-MODES = ("high", "medium", "int8", "int4")
+MODES = _status.MODES
 
 
 def _install():

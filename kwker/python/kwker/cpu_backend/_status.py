@@ -76,6 +76,10 @@ def amx_status(cpu_features, kernels=None):
     return out
 
 
+# The modes in the order of the C library's mode codes (KWKER_LINEAR_HIGH = 0 ... INT4 = 3):
+# the one list every module of the backend uses (this one imports no torch).
+MODES = ("high", "medium", "int8", "int4")
+
 # A prompt's row count for the query: far above the library's own threshold (kLinPromptRows,
 # 16), which the library alone decides.
 PROMPT_ROWS = 1 << 16
@@ -104,9 +108,8 @@ def linear_kernels():
     fn = kernel_fn()
     if fn is None:
         return {}
-    modes = ("high", "medium", "int8", "int4")
-    out = {"decode": {m: fn(i, 1).decode() for i, m in enumerate(modes)},
-           "prompt": {m: fn(i, PROMPT_ROWS).decode() for i, m in enumerate(modes)}}
+    out = {"decode": {m: fn(i, 1).decode() for i, m in enumerate(MODES)},
+           "prompt": {m: fn(i, PROMPT_ROWS).decode() for i, m in enumerate(MODES)}}
     out["engine"] = out["decode"]["high"]
     return out
 
