@@ -20,6 +20,8 @@
 //     anywhere in [wl, wl + W) and [wr - W, wr); the caller guarantees that space
 //     is free, or that wr - wl == W exactly (both footprints then coincide and the
 //     result is still right).
+//   above(v, mask, lim): nonzero when some lane has (lane & mask) > lim (signed), the
+//     test the guarded partition (vqsort-inl.h) runs on every vector it loads.
 #ifndef KWKER_CORE_SIMD_INL_H_
 #define KWKER_CORE_SIMD_INL_H_
 
@@ -105,6 +107,7 @@ template <class T> struct ScalarOps {
     mn = b < a ? b : a;
     mx = b < a ? a : b;
   }
+  static KWKER_VQ_INLINE unsigned above(V v, V mask, V lim) { return unsigned((v & mask) > lim); }
   static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
     const size_t gt = v > pivot;
     *wl = v;
@@ -352,6 +355,9 @@ template <> struct Ops<int32_t> {
     b = perm_xor<M>(_mm512_ternarylogic_epi32(a, bp, na, 0x96));
     a = na;
   }
+  static KWKER_VQ_INLINE unsigned above(V v, V mask, V lim) {
+    return unsigned(_mm512_cmpgt_epi32_mask(_mm512_and_si512(v, mask), lim));
+  }
   // Compress into registers (two per vector). Splitting the vector into two 8-lane halves
   // permuted by a table, as Ops<int64_t> does, was measured 13% slower for 32-bit keys.
   static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
@@ -409,6 +415,9 @@ template <> struct Ops<int64_t> {
         _mm512_min_epi64(a, bp), __mmask8(upper_lanes(8, highest_bit(M))), a, bp, 0x96);
     b = perm_xor<M>(_mm512_ternarylogic_epi64(a, bp, na, 0x96));
     a = na;
+  }
+  static KWKER_VQ_INLINE unsigned above(V v, V mask, V lim) {
+    return unsigned(_mm512_cmpgt_epi64_mask(_mm512_and_si512(v, mask), lim));
   }
   // One permutation puts the lanes <= pivot first and the others last, and the whole vector is
   // stored at both ends (the AVX2 scheme): two compresses per vector, each 2 cycles on Zen 4,
@@ -664,6 +673,9 @@ template <> struct Ops<int32_t> {
     a = _mm256_blend_epi32(mn, mx, up);
     b = perm_xor<M>(_mm256_blend_epi32(mx, mn, up));
   }
+  static KWKER_VQ_INLINE unsigned above(V v, V mask, V lim) {
+    return unsigned(_mm256_movemask_epi8(_mm256_cmpgt_epi32(_mm256_and_si256(v, mask), lim)));
+  }
   static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
     const unsigned m =
         unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, pivot))));
@@ -730,6 +742,9 @@ template <> struct Ops<int64_t> {
     const V na = _mm256_blendv_epi8(a, bp, take);
     b = perm_xor<M>(_mm256_blendv_epi8(bp, a, take));
     a = na;
+  }
+  static KWKER_VQ_INLINE unsigned above(V v, V mask, V lim) {
+    return unsigned(_mm256_movemask_epi8(_mm256_cmpgt_epi64(_mm256_and_si256(v, mask), lim)));
   }
   static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
     const unsigned m =
@@ -798,6 +813,9 @@ template <> struct Ops<int32_t> : SseCommon<int32_t> {
     return _mm_blend_epi16(_mm_min_epi32(v, w), _mm_max_epi32(v, w),
                            int(upper_lanes_x2(4, highest_bit(M))));
   }
+  static KWKER_VQ_INLINE unsigned above(V v, V mask, V lim) {
+    return unsigned(_mm_movemask_epi8(_mm_cmpgt_epi32(_mm_and_si128(v, mask), lim)));
+  }
   static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
     const unsigned m = unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(v, pivot))));
     const V p = _mm_shuffle_epi8(v, _mm_load_si128((const __m128i*)kShuf32x4.e[m]));
@@ -822,6 +840,9 @@ template <> struct Ops<int64_t> : SseCommon<int64_t> {
   template <unsigned M> static KWKER_VQ_INLINE V cx_lanes(V v) {  // M == 1
     const V w = perm_xor<M>(v);
     return _mm_blendv_epi8(v, w, _mm_xor_si128(_mm_cmpgt_epi64(v, w), _mm_set_epi64x(-1, 0)));
+  }
+  static KWKER_VQ_INLINE unsigned above(V v, V mask, V lim) {
+    return unsigned(_mm_movemask_epi8(_mm_cmpgt_epi64(_mm_and_si128(v, mask), lim)));
   }
   static KWKER_VQ_INLINE void partition_store(V v, V pivot, T*& wl, T*& wr) {
     const unsigned m = unsigned(_mm_movemask_pd(_mm_castsi128_pd(_mm_cmpgt_epi64(v, pivot))));

@@ -403,9 +403,73 @@ void test_float_compares() {
     }
 }
 
+// The in-place ascending float sort finds NaNs inside its first partition (vq::sort_unless_above)
+// and stops there, having moved only non-NaN values. NaNs (several payloads, both signs) placed
+// where the stop happens at different moments: in the keys set aside before the vectors, in the
+// vectors saved at either end, in the main loop from either side, in its one-vector tail, and
+// in the range small enough for one scalar check; every engine, against the stable reference
+// (NaNs in input order). Then inputs already sorted or reversed as floats with their NaN block
+// (the presorted check, which then counts no NaNs either).
+void test_nan_stops() {
+  for (int dtype : {KWKER_FLOAT32, KWKER_FLOAT64}) {
+    const int w = dtype_size(dtype);
+    const uint64_t nan_a = w == 4 ? 0x7FC00000ull : 0x7FF8000000000000ull;
+    const uint64_t nan_b = w == 4 ? 0xFFC00123ull : 0xFFF8000000000123ull;  // negative, payload
+    const uint64_t nan_c = w == 4 ? 0x7F800001ull : 0x7FF0000000000001ull;  // signalling
+    for (int64_t n : {200, 513, 1000, 4099, 20001, 150001}) {
+      const int64_t spots[] = {0, 3, 15, 17, 100, n / 4, n / 3, n / 2, n / 2 + 40, n - 120, n - 1};
+      for (int64_t at : spots) {
+        if (at < 0 || at >= n) continue;
+        for (int many = 0; many < 2; ++many) {
+          std::vector<uint8_t> data = plain_floats(dtype, n, uint64_t(n + at), 0);
+          auto put = [&](int64_t i, uint64_t bits) { std::memcpy(data.data() + i * w, &bits, size_t(w)); };
+          put(at, many ? nan_b : nan_a);
+          if (many) {  // two more, later, with other payloads
+            put((at + n / 2 + 7) % n, nan_c);
+            put((at + n - 5) % n, nan_a);
+          }
+          std::vector<uint8_t> want(data.size() + 1);
+          kwker::ref::sort(dtype, data.data(), want.data(), n, 0);
+          for (const char *e : g_engines) {
+            kwker_set_isa(e);
+            g_where = std::string(e) + " NaN at " + std::to_string(at) + (many ? " (+2)" : "") +
+                      " " + label(dtype, kwker::ref::kUniform, n, 0);
+            Guarded in(size_t(n * w));
+            std::memcpy(in.data(), data.data(), size_t(n * w));
+            int rc = kwker_sort(dtype, in.data(), n, 0, 1);
+            check(rc == KWKER_OK && in.intact() &&
+                      kwker::ref::values_equal(dtype, in.data(), want.data(), n),
+                  "sort in place");
+          }
+          if (at != n / 3) continue;
+          // Presorted as floats: ascending (NaNs already last) and non-increasing (NaNs first).
+          for (unsigned order : {0u, unsigned(KWKER_DESCENDING | KWKER_NANS_FIRST)}) {
+            std::vector<uint8_t> pre(data.size() + 1);
+            kwker::ref::sort(dtype, data.data(), pre.data(), n, order);
+            std::vector<uint8_t> want2(data.size() + 1);
+            kwker::ref::sort(dtype, pre.data(), want2.data(), n, 0);
+            for (const char *e : g_engines) {
+              kwker_set_isa(e);
+              g_where = std::string(e) + (order ? " reversed" : " sorted") + " with NaNs " +
+                        label(dtype, kwker::ref::kUniform, n, 0);
+              Guarded in(size_t(n * w));
+              std::memcpy(in.data(), pre.data(), size_t(n * w));
+              int rc = kwker_sort(dtype, in.data(), n, 0, 1);
+              check(rc == KWKER_OK && in.intact() &&
+                        kwker::ref::values_equal(dtype, in.data(), want2.data(), n),
+                    "presorted sort in place");
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void run_short_tests() {
+  test_nan_stops();
   test_few_distinct();
   test_row_lengths();
   test_ragged();
