@@ -85,6 +85,7 @@ inline void heap_sort(T* a, size_t n) {
 // (the gaps hold exactly 2U vectors' worth) and the result is kStopped. Only keys that passed
 // the test have moved then, so every key that failed it is still at its input position.
 constexpr size_t kStopped = ~size_t(0);
+constexpr uintptr_t kPrefetchBytes = 4096;  // 2-8 KiB measured alike
 
 struct NoGuard {
   static constexpr bool kOn = false;
@@ -167,6 +168,16 @@ inline size_t partition(typename S::Key* a, size_t n, typename S::Key pivot,
     }
 #pragma GCC unroll 16
     for (size_t u = 0; u < U; ++u) v[u] = S::load(src + u * W);
+    // The keys one step reads kPrefetchBytes further along its end, requested now: the two
+    // streams (one rising, one falling, taken in irregular turns) are beyond what the hardware
+    // prefetchers follow (1 thread, Intel Xeon, AVX-512: int32 at 1e7 3.65-3.86 -> 2.97-3.14
+    // ns/el, int64 7.28-7.68 -> 5.79-6.16; 1e5-1e6, mostly in cache, 1.00-1.05x).
+    {
+      const uintptr_t at = reinterpret_cast<uintptr_t>(src);
+      const uintptr_t pf = left ? at + kPrefetchBytes : at - kPrefetchBytes;
+      for (size_t b = 0; b < U * W * sizeof(T); b += 64)
+        __builtin_prefetch(reinterpret_cast<const void*>(pf + b), 0, 3);
+    }
     if constexpr (Guard::kOn) {
       if (guard.hit(v, U)) {  // unread again: these keys stay where they are
         if (left) read_l -= U * W;
