@@ -312,10 +312,6 @@ size_t count_nans(CallCtx &ctx, const Codec c, const typename Codec::T *a, size_
   return total;
 }
 
-// In place, NaN-free IEEE floats sort as the signed integers of their bit patterns, except that
-// the negative ones come out reversed (a larger magnitude is a larger integer): one integer
-// sort, then one reversal of the negative block, with no encoding or decoding pass. -0.0 is the
-// smallest integer, so the reversal puts it right next to 0.0, where the total order wants it.
 // The bit patterns k[0..n) of floats, sorted as signed integers: how many are negative (a
 // prefix ascending, a suffix descending), by binary search.
 template <class K> size_t negative_count(const K *k, size_t n, bool desc) {
@@ -337,6 +333,10 @@ template <class K> void reverse_negatives(CallCtx &ctx, K *k, size_t n, bool des
   }
 }
 
+// In place, NaN-free IEEE floats sort as the signed integers of their bit patterns, except that
+// the negative ones come out reversed (a larger magnitude is a larger integer): one integer
+// sort, then one reversal of the negative block, with no encoding or decoding pass. -0.0 is the
+// smallest integer, so the reversal puts it right next to 0.0, where the total order wants it.
 template <class Codec>
 void sort_floats_as_ints(CallCtx &ctx, const Codec c, typename Codec::T *a, size_t n) {
   using K = typename Codec::K;
