@@ -92,12 +92,21 @@ void split_block(const K *keys, size_t m, K s0, K *buf, size_t cap, size_t &nl, 
 // Two buckets: no counting pass. Each thread encodes a block of its chunk, splits it in
 // cache, then reserves room at the low end (growing up) or the high end (growing down) of
 // out with one atomic add each, so every key is read once and written once.
-template <class K, class Get>
-void two_way_split(CallCtx &ctx, size_t n, Get get, K *out, K s0, size_t *start) {
+// The split passes' key check: NoCheck, or one that returns true for a block of keys that
+// must stop the sort (sample_partition_sort's stop).
+struct NoCheck {
+  static constexpr bool kOn = false;
+  template <class K> bool operator()(const K *, size_t) const { return false; }
+};
+
+template <class K, class Get, class Check = NoCheck>
+bool two_way_split(CallCtx &ctx, size_t n, Get get, K *out, K s0, size_t *start,
+                   Check check = Check()) {
   const int parts = ctx.threads > 1 ? 2 : 1;
   constexpr size_t kBlock = 1024;
   constexpr size_t kCap = kBlock + 2 * 64;  // room for the vector step's stray lanes
   size_t left = 0, right = n;
+  bool stopped[2] = {false, false};
   auto task = [&](int t) {
     size_t lo = chunk_begin(n, parts, t), hi = chunk_begin(n, parts, t + 1);
     const Get g = get;  // a local copy: the key stores below cannot alias it, so they vectorise
@@ -105,6 +114,10 @@ void two_way_split(CallCtx &ctx, size_t n, Get get, K *out, K s0, size_t *start)
     for (size_t b = lo; b < hi; b += kBlock) {
       size_t m = b + kBlock < hi ? kBlock : hi - b;
       for (size_t i = 0; i < m; ++i) keys[i] = g(b + i);
+      if (check(keys, m)) {
+        stopped[t] = true;
+        return;
+      }
       size_t nl;
       K *high;
       split_block(keys, m, s0, buf, kCap, nl, high);
@@ -119,12 +132,13 @@ void two_way_split(CallCtx &ctx, size_t n, Get get, K *out, K s0, size_t *start)
   start[0] = 0;
   start[1] = left;  // == right: the two ends met
   start[2] = n;
+  return !stopped[0] && !stopped[1];
 }
 
 // T buckets: per-thread counts first, so every thread knows where its keys of each bucket go.
-template <class K, class Get>
-void counted_split(CallCtx &ctx, size_t n, Get get, K *out, const K *split, int T,
-                   size_t *start) {
+template <class K, class Get, class Check = NoCheck>
+bool counted_split(CallCtx &ctx, size_t n, Get get, K *out, const K *split, int T,
+                   size_t *start, Check check = Check()) {
   const int nsplit = T - 1;
   auto bucket_of = [&](K k) -> int {
     int b = 0;
@@ -132,12 +146,29 @@ void counted_split(CallCtx &ctx, size_t n, Get get, K *out, const K *split, int 
     return b;
   };
   size_t counts[kMaxBuckets][kMaxBuckets] = {};  // [thread][bucket]
+  bool stopped[kMaxBuckets] = {};
   auto count_task = [&](int t) {
     size_t lo = chunk_begin(n, T, t), hi = chunk_begin(n, T, t + 1);
     size_t *c = counts[t];
-    for (size_t i = lo; i < hi; ++i) ++c[bucket_of(get(i))];
+    if constexpr (!Check::kOn) {
+      for (size_t i = lo; i < hi; ++i) ++c[bucket_of(get(i))];
+    } else {  // block by block, each checked before it is counted
+      constexpr size_t kBlock = 1024;
+      K keys[kBlock];
+      for (size_t b = lo; b < hi; b += kBlock) {
+        const size_t m = b + kBlock < hi ? kBlock : hi - b;
+        for (size_t i = 0; i < m; ++i) keys[i] = get(b + i);
+        if (check(keys, m)) {
+          stopped[t] = true;
+          return;
+        }
+        for (size_t i = 0; i < m; ++i) ++c[bucket_of(keys[i])];
+      }
+    }
   };
   parallel_tasks(ctx, T, count_task);
+  for (int t = 0; t < T; ++t)
+    if (stopped[t]) return false;  // nothing written to out yet
 
   size_t offs[kMaxBuckets][kMaxBuckets];
   size_t pos = 0;
@@ -160,6 +191,7 @@ void counted_split(CallCtx &ctx, size_t n, Get get, K *out, const K *split, int 
     }
   };
   parallel_tasks(ctx, T, scatter_task);
+  return true;
 }
 
 
@@ -167,10 +199,12 @@ void counted_split(CallCtx &ctx, size_t n, Get get, K *out, const K *split, int 
 //   sample -> T-1 splitters -> per-thread bucket counts -> scatter -> per bucket
 //   bucket_fn(bucket_ptr, start, len), which sorts the bucket and finishes it (decode,
 //   unpack, copy back...). sort_fn(K*, size_t) sorts the sample. Splitters are or-ed with
-//   align, so keys that differ only in those bits always share a bucket.
-template <class K, class Get, class SortFn, class BucketFn>
-void sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_fn,
-                           BucketFn bucket_fn, K align = K(0)) {
+//   align, so keys that differ only in those bits always share a bucket. check(keys, m) sees
+//   every block of keys the split reads; when it returns true the call returns false before
+//   any bucket_fn has run (out may hold keys, the caller's output nothing).
+template <class K, class Get, class SortFn, class BucketFn, class Check = NoCheck>
+bool sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_fn,
+                           BucketFn bucket_fn, K align = K(0), Check check = Check()) {
   // At least two buckets: with one thread the split replaces the copy pass and the quicksort's
   // first partition pass by a single pass.
   int T = ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets;
@@ -187,14 +221,13 @@ void sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_
   const int nsplit = T - 1;
 
   size_t start[kMaxBuckets + 1];
-  if (nsplit == 1) {
-    two_way_split(ctx, n, get, out, split[0], start);
-  } else {
-    counted_split(ctx, n, get, out, split, T, start);
-  }
+  const bool split_ok = nsplit == 1 ? two_way_split(ctx, n, get, out, split[0], start, check)
+                                    : counted_split(ctx, n, get, out, split, T, start, check);
+  if (!split_ok) return false;
 
   auto sort_task = [&](int b) { bucket_fn(out + start[b], start[b], start[b + 1] - start[b]); };
   run_tasks(ctx, T, sort_task);
+  return true;
 }
 
 }  // namespace KWKER_ENGINE_NS

@@ -407,7 +407,8 @@ void test_float_compares() {
 // and stops there, having moved only non-NaN values. NaNs (several payloads, both signs) placed
 // where the stop happens at different moments: in the keys set aside before the vectors, in the
 // vectors saved at either end, in the main loop from either side, in its one-vector tail, and
-// in the range small enough for one scalar check; every engine, against the stable reference
+// in the range small enough for one scalar check; on two threads, in the blocks the parallel
+// sort's split reads (each checked before anything is written back); every engine, against the stable reference
 // (NaNs in input order). Then inputs already sorted or reversed as floats with their NaN block
 // (the presorted check, which then counts no NaNs either).
 void test_nan_stops() {
@@ -430,17 +431,20 @@ void test_nan_stops() {
           }
           std::vector<uint8_t> want(data.size() + 1);
           kwker::ref::sort(dtype, data.data(), want.data(), n, 0);
-          for (const char *e : g_engines) {
-            kwker_set_isa(e);
-            g_where = std::string(e) + " NaN at " + std::to_string(at) + (many ? " (+2)" : "") +
-                      " " + label(dtype, kwker::ref::kUniform, n, 0);
-            Guarded in(size_t(n * w));
-            std::memcpy(in.data(), data.data(), size_t(n * w));
-            int rc = kwker_sort(dtype, in.data(), n, 0, 1);
-            check(rc == KWKER_OK && in.intact() &&
-                      kwker::ref::values_equal(dtype, in.data(), want.data(), n),
-                  "sort in place");
-          }
+          for (const char *e : g_engines)
+            for (int threads : {1, 2}) {  // 2: the parallel sort's split checks (n >= 100,000)
+              if (threads == 2 && n < 100000) continue;
+              kwker_set_isa(e);
+              g_where = std::string(e) + " NaN at " + std::to_string(at) + (many ? " (+2)" : "") +
+                        " " + label(dtype, kwker::ref::kUniform, n, 0) + " threads " +
+                        std::to_string(threads);
+              Guarded in(size_t(n * w));
+              std::memcpy(in.data(), data.data(), size_t(n * w));
+              int rc = kwker_sort(dtype, in.data(), n, 0, threads);
+              check(rc == KWKER_OK && in.intact() &&
+                        kwker::ref::values_equal(dtype, in.data(), want.data(), n),
+                    "sort in place");
+            }
           if (at != n / 3) continue;
           // Presorted as floats: ascending (NaNs already last) and non-increasing (NaNs first).
           for (unsigned order : {0u, unsigned(KWKER_DESCENDING | KWKER_NANS_FIRST)}) {
