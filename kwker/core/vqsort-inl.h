@@ -85,7 +85,6 @@ inline void heap_sort(T* a, size_t n) {
 // (the gaps hold exactly 2U vectors' worth) and the result is kStopped. Only keys that passed
 // the test have moved then, so every key that failed it is still at its input position.
 constexpr size_t kStopped = ~size_t(0);
-constexpr uintptr_t kPrefetchBytes = 4096;  // 2-8 KiB measured alike
 
 struct NoGuard {
   static constexpr bool kOn = false;
@@ -122,6 +121,9 @@ inline void refill_gaps(const typename S::V* saved_l, const typename S::V* saved
   memcpy(wl, buf, gl * sizeof(T));
   memcpy(read_r, buf + gl, (2 * U * W - gl) * sizeof(T));
 }
+
+// How far ahead of its reads each end of the partition prefetches (2-8 KiB measured alike).
+constexpr uintptr_t kPrefetchBytes = 4096;
 
 template <class S, class Guard = NoGuard>
 inline size_t partition(typename S::Key* a, size_t n, typename S::Key pivot,
