@@ -175,6 +175,27 @@ template <class T> void reverse_copy(CallCtx &ctx, const T *src, T *dst, size_t 
   if (n % 2) dst[half] = src[half];
 }
 
+// dst = sorted src through scratch (dst may equal src): the parallel sample sort sorts there
+// and decodes each finished range straight to its place in dst. False, with dst untouched,
+// when no scratch is available or check (sample_partition_sort's) stopped the split.
+template <class Codec, class Check = NoCheck>
+bool sort_via_scratch(CallCtx &ctx, const Codec c, const typename Codec::T *src,
+                      typename Codec::T *dst, size_t n, Check check = Check()) {
+  using T = typename Codec::T;
+  using K = typename Codec::K;
+  Scratch<K> tmp(n);
+  if (!tmp) return false;
+  auto get = [c, src](size_t i) { return c.enc(src[i]); };
+  const K *base = tmp.ptr;
+  auto bucket = [&](K *p, size_t, size_t len) {
+    seq_sort_keys(p, len, [&](K *q, size_t m) {
+      T *d = dst + (q - base);
+      for (size_t j = 0; j < m; ++j) d[j] = c.dec(q[j]);
+    });
+  };
+  return sample_partition_sort<K>(ctx, n, get, tmp.ptr, KeySorter(), bucket, K(0), check);
+}
+
 template <class Codec>
 void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                  typename Codec::T *dst, size_t n) {
@@ -205,19 +226,7 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
       sample_partition_sort<K>(ctx, n, get, reinterpret_cast<K *>(dst), KeySorter(), bucket);
       return;
     }
-    Scratch<K> tmp(n);
-    if (tmp) {
-      // Sort in scratch; each finished range is decoded straight to its place in dst.
-      auto bucket = [&](K *p, size_t, size_t len) {
-        const K *base = tmp.ptr;
-        seq_sort_keys(p, len, [&](K *q, size_t m) {
-          T *d = dst + (q - base);
-          for (size_t j = 0; j < m; ++j) d[j] = c.dec(q[j]);
-        });
-      };
-      sample_partition_sort<K>(ctx, n, get, tmp.ptr, KeySorter(), bucket);
-      return;
-    }
+    if (sort_via_scratch(ctx, c, src, dst, n)) return;
   }
   if constexpr (sizeof(K) <= 2) {
     // 8- and 16-bit keys widen to 32 bits for the vector quicksort (its narrow lanes are
@@ -347,14 +356,13 @@ void sort_floats_as_ints(CallCtx &ctx, const Codec c, typename Codec::T *a, size
   reverse_negatives(ctx, k, n, desc);
 }
 
-// sample_partition_sort's check for float bit patterns: a block holding a key k with
-// (k & mag) > inf (a NaN) stops the sort.
-template <class K> struct AboveCheck {
+// sample_partition_sort's check for float bit patterns: a block holding a NaN stops the sort.
+template <class Codec> struct NanCheck {
   static constexpr bool kOn = true;
-  K mag, inf;
-  bool operator()(const K *keys, size_t m) const {
+  Codec c;
+  bool operator()(const typename Codec::K *keys, size_t m) const {
     unsigned hit = 0;
-    for (size_t i = 0; i < m; ++i) hit |= unsigned(K(keys[i] & mag) > inf);  // vectorised
+    for (size_t i = 0; i < m; ++i) hit |= unsigned(c.is_nan(typename Codec::T(keys[i])));  // vectorised
     return hit != 0;
   }
 };
@@ -386,23 +394,13 @@ bool sort_floats_unless_nan(CallCtx &ctx, const Codec c, typename Codec::T *a, s
       return false;
     }
   }
-  constexpr K kMagnitude = K(~(K(1) << (8 * sizeof(K) - 1)));
-  const K inf = K(c.inf_bits);
   if (want_partition_sort(ctx, n, false)) {
     // The parallel sort splits into scratch, so a NaN seen by the split (each block checked
     // in cache) stops it before anything is written back.
-    Scratch<K> tmp(n);
-    if (!tmp) return false;
-    const K *base = tmp.ptr;
-    auto get = [k](size_t i) { return k[i]; };
-    auto bucket = [&](K *p, size_t, size_t len) {
-      seq_sort_keys(p, len, [&](K *q, size_t m) { memcpy(k + (q - base), q, m * sizeof(K)); });
-    };
-    if (!sample_partition_sort<K>(ctx, n, get, tmp.ptr, KeySorter(), bucket, K(0),
-                                  AboveCheck<K>{kMagnitude, inf}))
-      return false;
-  } else if (!sort_keys_unless_above(k, n, kMagnitude, inf)) {
-    return false;
+    if (!sort_via_scratch(ctx, IntCodec<K, false>(0u), k, k, n, NanCheck<Codec>{c})) return false;
+  } else {
+    constexpr K kMagnitude = K(~(K(1) << (8 * sizeof(K) - 1)));
+    if (!sort_keys_unless_above(k, n, kMagnitude, K(c.inf_bits))) return false;
   }
   reverse_negatives(ctx, k, n, false);
   return true;
