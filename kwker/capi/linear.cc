@@ -17,7 +17,8 @@ using namespace kwker;
 
 namespace {
 
-const char *const kModeNames[kLinNumModes] = {"high", "medium", "int8", "int4"};
+const char *const kModeNames[kLinNumModes] = {"high", "medium", "int8", "int4", "high_q4",
+                                               "high_q8"};
 
 const LinearTable &linear_table(int id) {
   switch (id) {
@@ -31,8 +32,8 @@ const LinearTable &linear_table(int id) {
 int check_shape(const char *fn, int mode, int64_t n, int64_t k, int64_t group) {
   if (mode < 0 || mode >= kLinNumModes)
     return set_error(KWKER_E_INVALID_ARGUMENT,
-                     "%s: unknown mode %d (use KWKER_LINEAR_HIGH, _MEDIUM, _INT8 or _INT4)", fn,
-                     mode);
+                     "%s: unknown mode %d (use KWKER_LINEAR_HIGH, _MEDIUM, _INT8, _INT4, "
+                     "_HIGH_Q4 or _HIGH_Q8)", fn, mode);
   if (n < 1 || k < 1)
     return set_error(KWKER_E_INVALID_ARGUMENT, "%s: n and k must be >= 1 (got n=%lld, k=%lld)",
                      fn, (long long)n, (long long)k);
@@ -41,11 +42,21 @@ int check_shape(const char *fn, int mode, int64_t n, int64_t k, int64_t group) {
                      "%s: int4 group size %lld does not divide into 32-element blocks (use a "
                      "multiple of 32 up to 4096, e.g. 32, 64 or 128)",
                      fn, (long long)group);
+  // The exact-block "high" modes rebuild every weight of a 32-block, padding included, so K
+  // has no padding there (core/linear_layout.h).
+  if (lin_exact_blocks(mode) && k % kLinQ8Block != 0)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: mode %s needs k a multiple of 32 (got k=%lld); pack such a matrix as "
+                     "KWKER_LINEAR_HIGH", fn, kModeNames[mode], (long long)k);
+  if (mode == kLinF32Q4 && group != kLinQ8Block)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: mode high_q4 stores Q4_1 blocks of 32 (group must be 32, got %lld)", fn,
+                     (long long)group);
   return KWKER_OK;
 }
 
 int64_t blocks_per_row(int mode, int64_t k, int64_t group) {
-  return lin_padded_k(mode, k, group) / (mode == kLinInt4 ? group : kLinQ8Block);
+  return lin_padded_k(mode, k, group) / (lin_layout(mode) == kLinInt4 ? group : kLinQ8Block);
 }
 
 // Position of W[r, c] in the packed buffer, and of its scale / min (quantised modes).
@@ -57,7 +68,7 @@ Where locate(int mode, int64_t kp, int64_t group, int64_t r, int64_t c) {
   const int64_t pb = lin_panel_bytes(mode, kp, group);
   const int64_t base = r / kLinNR * pb;
   const int64_t j = r % kLinNR;
-  switch (mode) {
+  switch (lin_layout(mode)) {
     case kLinF32:
     case kLinBF16: {
       int64_t es = mode == kLinF32 ? 4 : 2;
@@ -91,15 +102,16 @@ KWKER_API int kwker_linear_pack(int mode, int64_t n, int64_t k, int64_t group, c
   const char *fn = "kwker_linear_pack";
   int rc = check_shape(fn, mode, n, k, group);
   if (rc != KWKER_OK) return rc;
-  if (!values || !packed || (mode >= kLinInt8 && !scales) || (mode == kLinInt4 && !mins))
+  const int lay = lin_layout(mode);
+  if (!values || !packed || (lay >= kLinInt8 && !scales) || (lay == kLinInt4 && !mins))
     return set_error(KWKER_E_INVALID_ARGUMENT,
                      "%s: values, packed%s must not be NULL in mode %s", fn,
-                     mode == kLinInt4 ? ", scales and mins" : mode == kLinInt8 ? " and scales" : "",
+                     lay == kLinInt4 ? ", scales and mins" : lay == kLinInt8 ? " and scales" : "",
                      kModeNames[mode]);
   const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t nb = blocks_per_row(mode, k, group);
   uint8_t *out = static_cast<uint8_t *>(packed);
-  if (mode == kLinInt4) {
+  if (lay == kLinInt4) {
     const uint8_t *q = static_cast<const uint8_t *>(values);
     for (int64_t i = 0; i < n * k; ++i)
       if (q[i] > 15)
@@ -112,7 +124,7 @@ KWKER_API int kwker_linear_pack(int mode, int64_t n, int64_t k, int64_t group, c
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t c = 0; c < k; ++c) {
       Where w = locate(mode, kp, group, r, c);
-      switch (mode) {
+      switch (lay) {
         case kLinF32: std::memcpy(out + w.value, static_cast<const float *>(values) + r * k + c, 4); break;
         case kLinBF16: std::memcpy(out + w.value, static_cast<const uint16_t *>(values) + r * k + c, 2); break;
         case kLinInt8: out[w.value] = static_cast<const uint8_t *>(values)[r * k + c]; break;
@@ -123,12 +135,12 @@ KWKER_API int kwker_linear_pack(int mode, int64_t n, int64_t k, int64_t group, c
         }
       }
     }
-    if (mode >= kLinInt8) {
-      const int64_t block = mode == kLinInt4 ? group : kLinQ8Block;
+    if (lay >= kLinInt8) {
+      const int64_t block = lay == kLinInt4 ? group : kLinQ8Block;
       for (int64_t b = 0; b < nb; ++b) {
         Where w = locate(mode, kp, group, r, b * block);
         std::memcpy(out + w.scale, scales + r * nb + b, 4);
-        if (mode == kLinInt4) std::memcpy(out + w.min, mins + r * nb + b, 4);
+        if (lay == kLinInt4) std::memcpy(out + w.min, mins + r * nb + b, 4);
       }
     }
   }
@@ -145,10 +157,11 @@ KWKER_API int kwker_linear_unpack(int mode, int64_t n, int64_t k, int64_t group,
   const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t nb = blocks_per_row(mode, k, group);
   const uint8_t *in = static_cast<const uint8_t *>(packed);
+  const int lay = lin_layout(mode);
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t c = 0; c < k; ++c) {
       Where w = locate(mode, kp, group, r, c);
-      switch (mode) {
+      switch (lay) {
         case kLinF32: std::memcpy(static_cast<float *>(values) + r * k + c, in + w.value, 4); break;
         case kLinBF16: std::memcpy(static_cast<uint16_t *>(values) + r * k + c, in + w.value, 2); break;
         case kLinInt8: static_cast<uint8_t *>(values)[r * k + c] = in[w.value]; break;
@@ -158,12 +171,12 @@ KWKER_API int kwker_linear_unpack(int mode, int64_t n, int64_t k, int64_t group,
         }
       }
     }
-    if (mode >= kLinInt8) {
-      const int64_t block = mode == kLinInt4 ? group : kLinQ8Block;
+    if (lay >= kLinInt8) {
+      const int64_t block = lay == kLinInt4 ? group : kLinQ8Block;
       for (int64_t b = 0; b < nb; ++b) {
         Where w = locate(mode, kp, group, r, b * block);
         if (scales) std::memcpy(scales + r * nb + b, in + w.scale, 4);
-        if (mode == kLinInt4 && mins) std::memcpy(mins + r * nb + b, in + w.min, 4);
+        if (lay == kLinInt4 && mins) std::memcpy(mins + r * nb + b, in + w.min, 4);
       }
     }
   }

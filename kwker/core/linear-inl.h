@@ -11,6 +11,9 @@
 //   - int4: per group, s accumulates q * x (q in 0..15) over the group's 32-blocks (low nibbles
 //     then high nibbles), then acc = fma(d, s, acc); acc = fma(min, xsum, acc), where xsum is
 //     the lane-wise sum of x over the group (adds in K order);
+//   - "high" from exact Q4_1 / Q8_0 blocks (kLinF32Q4 / kLinF32Q8): each 16-lane half of a
+//     32-block is rebuilt as w = add(mul(d, q), min) / mul(d, q) (GGUF's dequantiser, so the
+//     float32 weights themselves), then acc[l] = fma(w, x, acc[l]) as "high": the same bits;
 //   - the 16 lanes reduce as l + (l+8), then + (l+4), + (l+2), + (l+1); the bias is added last.
 // Activations stay float32 (weight-only quantisation), except on the avx512 engine's prompt
 // kernels (core/linear_prompt.h: AMX / VNNI from kLinPromptRows rows).
@@ -58,6 +61,7 @@ struct V {
 };
 inline V fma(V a, V b, V c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
 inline V add(V a, V b) { return {_mm512_add_ps(a.v, b.v)}; }
+inline V mul(V a, V b) { return {_mm512_mul_ps(a.v, b.v)}; }
 inline float reduce(V a) {
   __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a.v),
                            _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
@@ -98,6 +102,7 @@ struct V {
 };
 inline V fma(V x, V y, V z) { return {_mm256_fmadd_ps(x.a, y.a, z.a), _mm256_fmadd_ps(x.b, y.b, z.b)}; }
 inline V add(V x, V y) { return {_mm256_add_ps(x.a, y.a), _mm256_add_ps(x.b, y.b)}; }
+inline V mul(V x, V y) { return {_mm256_mul_ps(x.a, y.a), _mm256_mul_ps(x.b, y.b)}; }
 inline float reduce(V x) {
   __m256 h = _mm256_add_ps(x.a, x.b);
   __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
@@ -154,6 +159,11 @@ inline V fma(V a, V b, V c) {
 inline V add(V a, V b) {
   V r;
   for (int i = 0; i < kLinLanes; ++i) r.l[i] = a.l[i] + b.l[i];
+  return r;
+}
+inline V mul(V a, V b) {
+  V r;
+  for (int i = 0; i < kLinLanes; ++i) r.l[i] = a.l[i] * b.l[i];
   return r;
 }
 inline float reduce(V a) {
@@ -303,6 +313,57 @@ void panel_q4(const float *const *xs, const float *const *sums, const uint8_t *p
     for (int j = 0; j < NR; ++j) out[i][j] = reduce(acc[i][j]);
 }
 
+// The two 16-lane halves of 32-block b of column j, rebuilt exactly (exact-block "high" modes).
+// panel points at the panel; the layouts are int4's with group 32 and int8's.
+template <int MODE>
+inline void exact_halves(const uint8_t *panel, int64_t b, int j, V &w0, V &w1) {
+  if constexpr (MODE == kLinF32Q4) {
+    const uint8_t *p = panel + b * (NR * 8 + NR * 16);
+    float d, mn;
+    std::memcpy(&d, p + j * 4, 4);
+    std::memcpy(&mn, p + NR * 4 + j * 4, 4);
+    V lo, hi;
+    V::load_nibbles(p + NR * 8 + j * 16, lo, hi);
+    const V dv = V::set1(d), mv = V::set1(mn);
+    w0 = add(mul(dv, lo), mv);
+    w1 = add(mul(dv, hi), mv);
+  } else {
+    const uint8_t *p = panel + b * kLinQ8PanelBlockBytes;
+    float d;
+    std::memcpy(&d, p + j * 4, 4);
+    const int8_t *q = reinterpret_cast<const int8_t *>(p + NR * 4) + j * kLinQ8Block;
+    const V dv = V::set1(d);
+    w0 = mul(dv, V::load_i8(q));
+    w1 = mul(dv, V::load_i8(q + kLinLanes));
+  }
+}
+
+template <int MR, int MODE>
+void panel_exact(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
+  constexpr int64_t block_bytes = MODE == kLinF32Q4 ? NR * 8 + NR * 16 : kLinQ8PanelBlockBytes;
+  V acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+  for (int64_t k = 0, b = 0; k < kp; k += kLinQ8Block, ++b) {
+    prefetch_ahead<kLinPrefetchQuant>(panel + b * block_bytes, block_bytes);
+    V x0[MR], x1[MR];
+    for (int i = 0; i < MR; ++i) {
+      x0[i] = V::load(xs[i] + k);
+      x1[i] = V::load(xs[i] + k + kLinLanes);
+    }
+    for (int j = 0; j < NR; ++j) {
+      V w0, w1;
+      exact_halves<MODE>(panel, b, j, w0, w1);
+      for (int i = 0; i < MR; ++i) {
+        acc[i][j] = fma(w0, x0[i], acc[i][j]);
+        acc[i][j] = fma(w1, x1[i], acc[i][j]);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = reduce(acc[i][j]);
+}
+
 // ---- Prompt rows (m >= kLinPromptRows) in "high" and "medium": one fused multiply-add chain
 // per output over k in order, y = (((w0 x0 + 0) + w1 x1) + ...) + bias, the same on every
 // engine. Vectorised across rows: x is transposed once into slabs of 16 rows (PJob::xt), each
@@ -325,6 +386,12 @@ inline float widen(uint16_t w) {
   return f;
 }
 
+// A panel's work for the thread count: its bytes, or for the exact-block modes (fewer bytes, but
+// every weight rebuilt and multiplied as in "high") those of its float32 panel.
+inline int64_t work_panel_bytes(int mode, int64_t kp, int64_t group) {
+  return lin_panel_bytes(lin_exact_blocks(mode) ? kLinF32 : mode, kp, group);
+}
+
 struct PJob {
   int mode;
   int64_t m, mpad, n, k, kp, panel_bytes, npanels, ngroups;
@@ -337,6 +404,7 @@ struct PJob {
   const float *bias;
   float *y;
   int ntasks;
+  float *rebuilt;   // exact-block modes: ntasks buffers of kPromptNC x kp floats
 };
 
 #if defined(__AVX512F__)
@@ -380,11 +448,14 @@ inline void store_rows8(const __m512 a[8], float *y, int64_t ld, const float *bi
 // at 0 (kb == 0) or at the partial sums the previous K chunk left in jb.part (exact floats, so
 // the chain is the same as one pass; whole vectors, where writing them to y and back row by row
 // cost about 4% of a K = 1,024 call), and the last chunk writes y and adds the bias.
+// base is panel p0's weights and pstride the bytes between panels: the packed buffer, or the
+// exact-block modes' float32 panels rebuilt for this column group (prompt_rows).
 template <int RV, int NC, class W>
-void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke, int64_t pf_next = 0) {
+void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke,
+                  const uint8_t *base, int64_t pstride, int64_t pf_next = 0) {
   const W *col[NC];
   for (int c = 0; c < NC; ++c)
-    col[c] = reinterpret_cast<const W *>(jb.packed + (p0 + c / NR) * jb.panel_bytes) + (c % NR) * kLinLanes;
+    col[c] = reinterpret_cast<const W *>(base + (c / NR) * pstride) + (c % NR) * kLinLanes;
   V acc[RV][NC];
   if (kb == 0) {
     for (int r = 0; r < RV; ++r)
@@ -502,11 +573,33 @@ inline void transpose_slab(const PJob &jb, int64_t s) {
   }
 }
 
+// Exact-block modes: the float32 weights of panels [p0, p1) over k in [kb, ke) (multiples of
+// 16), rebuilt into float32 panels (dst, panel stride NR * kp floats) as the decode kernel
+// rebuilds them, so the prompt's chains read the same weights as "high".
+template <int MODE>
+void rebuild_panels(const PJob &jb, int64_t p0, int64_t p1, int64_t kb, int64_t ke, float *dst) {
+  for (int64_t p = p0; p < p1; ++p) {
+    const uint8_t *panel = jb.packed + p * jb.panel_bytes;
+    float *out = dst + (p - p0) * NR * jb.kp;
+    for (int64_t b = kb / kLinQ8Block; b * kLinQ8Block < ke; ++b) {
+      const int64_t s0 = 2 * b, s1 = 2 * b + 1;  // the block's two 16-wide K steps
+      for (int j = 0; j < NR; ++j) {
+        V w0, w1;
+        exact_halves<MODE>(panel, b, j, w0, w1);
+        if (s0 * kLinLanes >= kb) w0.store(out + (s0 * NR + j) * kLinLanes);
+        if (s1 * kLinLanes < ke) w1.store(out + (s1 * NR + j) * kLinLanes);
+      }
+    }
+  }
+}
+
 // Slabs [s0, s1) by column groups [g0, g1). AVX-512: blocks of 3 slabs, the last 1-4 slabs as
 // 2 + 2, 2 or 1 (a block of RV slabs keeps RV x 8 accumulators; 2 x 8 runs nearer 3 x 8's speed
 // than 1 x 8, whose 8 chains barely cover the FMA latency); AVX2: one slab at a time.
+// rebuilt: the exact-block modes' buffer for one column group's float32 panels (else null).
 template <class W>
-void prompt_rows(const PJob &jb, int64_t s0, int64_t s1, int64_t g0, int64_t g1) {
+void prompt_rows(const PJob &jb, int64_t s0, int64_t s1, int64_t g0, int64_t g1,
+                 float *rebuilt = nullptr) {
   constexpr int PG = kPromptNC / NR;  // panels per column group
   const int64_t chunks = prompt_chunks(jb.k);
   const int64_t kc = lin_round_up((jb.k + chunks - 1) / chunks, kLinLanes);
@@ -515,13 +608,24 @@ void prompt_rows(const PJob &jb, int64_t s0, int64_t s1, int64_t g0, int64_t g1)
     for (int64_t g = g0; g < g1; ++g) {
       const int64_t p0 = g * PG;
       const bool full = p0 + PG <= jb.npanels;
+      const uint8_t *base = jb.packed + p0 * jb.panel_bytes;
+      int64_t pstride = jb.panel_bytes;
+      if (rebuilt) {  // once per group and K chunk, for every slab of this task
+        const int64_t p1 = full ? p0 + PG : jb.npanels;
+        if (jb.mode == kLinF32Q4) rebuild_panels<kLinF32Q4>(jb, p0, p1, kb, ke, rebuilt);
+        else rebuild_panels<kLinF32Q8>(jb, p0, p1, kb, ke, rebuilt);
+        base = reinterpret_cast<const uint8_t *>(rebuilt);
+        pstride = NR * jb.kp * int64_t(sizeof(float));
+      }
       // The group's first block asks for the next group's weights (kPromptNC / NR panels on)
       // into L2: in a model's prefill they come from memory, and each task (split by rows)
-      // streams all of them; SmolLM2's gate / up calls went from 2.0 to 1.7 ms with it.
-      const int64_t pf = g + 1 < g1 && p0 + 2 * PG <= jb.npanels ? PG * jb.panel_bytes : 0;
+      // streams all of them; SmolLM2's gate / up calls went from 2.0 to 1.7 ms with it. (Not
+      // from a rebuilt buffer: the next group is not there.)
+      const int64_t pf =
+          !rebuilt && g + 1 < g1 && p0 + 2 * PG <= jb.npanels ? PG * jb.panel_bytes : 0;
       auto block = [&](auto rv, int64_t r0, int64_t f) {  // rv: std::integral_constant
-        if (full) prompt_block<decltype(rv)::value, kPromptNC, W>(jb, r0, p0, kb, ke, f);
-        else prompt_block<decltype(rv)::value, NR, W>(jb, r0, p0, kb, ke);
+        if (full) prompt_block<decltype(rv)::value, kPromptNC, W>(jb, r0, p0, kb, ke, base, pstride, f);
+        else prompt_block<decltype(rv)::value, NR, W>(jb, r0, p0, kb, ke, base, pstride);
       };
       for (int64_t s = s0; s < s1;) {
         const int64_t left = s1 - s, r0 = s * kLinLanes, f = s == s0 ? pf : 0;
@@ -536,7 +640,8 @@ void prompt_rows(const PJob &jb, int64_t s0, int64_t s1, int64_t g0, int64_t g1)
       }
       if (!full)  // the last group's remaining panels, one at a time
         for (int64_t p = p0 + 1; p < jb.npanels; ++p)
-          for (int64_t s = s0; s < s1; ++s) prompt_block<1, NR, W>(jb, s * kLinLanes, p, kb, ke);
+          for (int64_t s = s0; s < s1; ++s)
+            prompt_block<1, NR, W>(jb, s * kLinLanes, p, kb, ke, base + (p - p0) * pstride, pstride);
     }
   }
 }
@@ -545,21 +650,28 @@ void prompt_rows(const PJob &jb, int64_t s0, int64_t s1, int64_t g0, int64_t g1)
 // serial transpose before the tasks start, and each core reads its x from its own L2) and
 // computes every column for them. Fewer rows: split by column groups, x transposed beforehand.
 template <class W>
-void prompt_task_w(const PJob &jb, int task) {
+void prompt_task_w(const PJob &jb, int task, float *rebuilt = nullptr) {
   const int64_t nslabs = jb.mpad / kLinLanes;
   if (jb.by_rows) {
     const int64_t s0 = nslabs * task / jb.ntasks, s1 = nslabs * (task + 1) / jb.ntasks;
     for (int64_t s = s0; s < s1; ++s) transpose_slab(jb, s);
-    prompt_rows<W>(jb, s0, s1, 0, jb.ngroups);
+    prompt_rows<W>(jb, s0, s1, 0, jb.ngroups, rebuilt);
   } else {
-    prompt_rows<W>(jb, 0, nslabs, jb.ngroups * task / jb.ntasks, jb.ngroups * (task + 1) / jb.ntasks);
+    prompt_rows<W>(jb, 0, nslabs, jb.ngroups * task / jb.ntasks, jb.ngroups * (task + 1) / jb.ntasks,
+                   rebuilt);
   }
 }
 
 void prompt_task(void *ctx, int task) {
   const PJob &jb = *static_cast<const PJob *>(ctx);
-  if (jb.mode == kLinF32) prompt_task_w<float>(jb, task);
-  else prompt_task_w<uint16_t>(jb, task);
+  if (jb.mode == kLinF32) {
+    prompt_task_w<float>(jb, task);
+  } else if (jb.mode == kLinBF16) {
+    prompt_task_w<uint16_t>(jb, task);
+  } else {  // exact blocks: one column group's float32 panels per task (8 x K floats, in L1/L2)
+    float *buf = jb.rebuilt + int64_t(task) * kPromptNC * jb.kp;
+    prompt_task_w<float>(jb, task, buf);
+  }
 }
 
 
@@ -587,9 +699,12 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.bias = bias;
   jb.y = y;
   const int64_t nslabs = jb.mpad / kLinLanes;
-  jb.ntasks = lin_threads(ctx.threads, jb.panel_bytes * jb.npanels * (m / 8),
+  jb.ntasks = lin_threads(ctx.threads, work_panel_bytes(mode, jb.kp, group) * jb.npanels * (m / 8),
                           nslabs > jb.ngroups ? nslabs : jb.ngroups);
   jb.by_rows = nslabs >= 2 * jb.ntasks;
+  LinBuffer rebuilt_buf(lin_exact_blocks(mode) ? int64_t(jb.ntasks) * kPromptNC * jb.kp : 0);
+  jb.rebuilt = lin_exact_blocks(mode) ? rebuilt_buf.ptr : nullptr;
+  if (lin_exact_blocks(mode) && !jb.rebuilt) return -1;
   if (!jb.by_rows)
     for (int64_t s = 0; s < nslabs; ++s) transpose_slab(jb, s);
   ctx.used_threads = jb.ntasks;
@@ -623,6 +738,8 @@ void rows_panel(const Job &jb, int64_t m0, int64_t p) {
     case kLinF32: panel_f32<MR>(xs, panel, jb.kp, out); break;
     case kLinBF16: panel_bf16<MR>(xs, panel, jb.kp, out); break;
     case kLinInt8: panel_q8<MR>(xs, panel, jb.kp, out); break;
+    case kLinF32Q4: panel_exact<MR, kLinF32Q4>(xs, panel, jb.kp, out); break;
+    case kLinF32Q8: panel_exact<MR, kLinF32Q8>(xs, panel, jb.kp, out); break;
     default:
       if (jb.group == 32) panel_q4<MR, 32>(xs, sums, panel, jb.kp, jb.group, out);
       else panel_q4<MR, 0>(xs, sums, panel, jb.kp, jb.group, out);
@@ -663,7 +780,7 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
     if (rc != 0) return rc < 0 ? -1 : 0;
   }
 #endif
-  if ((mode == kLinF32 || mode == kLinBF16) && m >= kLinPromptRows)
+  if ((mode == kLinF32 || mode == kLinBF16 || lin_exact_blocks(mode)) && m >= kLinPromptRows)
     return prompt_run(ctx, mode, x, m, k, packed, n, group, bias, y);
   const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t ng = mode == kLinInt4 ? kp / group : 0;
@@ -698,7 +815,8 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.packed = static_cast<const uint8_t *>(packed);
   jb.bias = bias;
   jb.y = y;
-  jb.ntasks = lin_threads(ctx.threads, jb.panel_bytes * jb.npanels * (m < 8 ? 1 : m / 8),
+  jb.ntasks = lin_threads(ctx.threads,
+                          work_panel_bytes(mode, kp, group) * jb.npanels * (m < 8 ? 1 : m / 8),
                           jb.npanels);
   ctx.used_threads = jb.ntasks;
   rt::run_parallel(jb.ntasks, run_task, &jb);

@@ -12,13 +12,29 @@
 //                     byte i and element i+16 in its high nibble (GGUF's order); w = q*d + min.
 // Scales are float32 (GGUF stores float16; converting them is exact), so a GGUF block maps
 // onto this layout without any rounding.
+//
+// Two more modes give "high" (float32) results from fewer bytes, for float32 weights that are
+// exactly a dequantised GGUF block (what transformers loads from a Q4_1 / Q8_0 file, and what
+// kwker.cpu_backend detects at optimize time, bit for bit): they store the int4 (group 32) and
+// int8 layouts, and their kernels rebuild each weight exactly as GGUF's dequantiser computes it
+// (high_q4: w = fl(fl(d * q) + min), high_q8: w = fl(d * q)) before the same fused multiply-add
+// chain as "high", so the results are those of kLinF32 on the same float32 weights, bit for bit.
+// K must be a multiple of 32 there (no padded K, whose rebuilt weights would not be 0).
 #ifndef KWKER_CORE_LINEAR_LAYOUT_H_
 #define KWKER_CORE_LINEAR_LAYOUT_H_
 #include <cstdint>
 
 namespace kwker {
 
-enum LinearMode { kLinF32 = 0, kLinBF16 = 1, kLinInt8 = 2, kLinInt4 = 3, kLinNumModes = 4 };
+enum LinearMode {
+  kLinF32 = 0,
+  kLinBF16 = 1,
+  kLinInt8 = 2,
+  kLinInt4 = 3,
+  kLinF32Q4 = 4,  // "high" from exact Q4_1 blocks (int4 layout, group 32)
+  kLinF32Q8 = 5,  // "high" from exact Q8_0 blocks (int8 layout)
+  kLinNumModes = 6
+};
 constexpr int kLinNR = 4;
 constexpr int kLinLanes = 16;
 constexpr int kLinQ8Block = 32;
@@ -27,6 +43,12 @@ constexpr int64_t kLinQ8PanelBlockBytes = kLinNR * (4 + kLinQ8Block);
 constexpr int64_t kLinMinBytesPerThread = 96 * 1024;
 
 inline int64_t lin_round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// The layout a mode's weights are packed in (the exact-block "high" modes share int4's / int8's).
+inline int lin_layout(int mode) {
+  return mode == kLinF32Q4 ? kLinInt4 : mode == kLinF32Q8 ? kLinInt8 : mode;
+}
+inline bool lin_exact_blocks(int mode) { return mode == kLinF32Q4 || mode == kLinF32Q8; }
 
 // Threads for a linear call: a second thread pays once each covers kLinMinBytesPerThread of
 // work_bytes (weight bytes scaled by the row count) and there are enough units (panels,
@@ -40,13 +62,14 @@ inline int lin_threads(int budget, int64_t work_bytes, int64_t units) {
 }
 
 inline int64_t lin_padded_k(int mode, int64_t k, int64_t group) {
+  mode = lin_layout(mode);
   if (mode == kLinF32 || mode == kLinBF16) return lin_round_up(k, kLinLanes);
   if (mode == kLinInt8) return lin_round_up(k, kLinQ8Block);
   return lin_round_up(k, group);
 }
 
 inline int64_t lin_panel_bytes(int mode, int64_t kp, int64_t group) {
-  switch (mode) {
+  switch (lin_layout(mode)) {
     case kLinF32: return kLinNR * kp * 4;
     case kLinBF16: return kLinNR * kp * 2;
     case kLinInt8: return kp / kLinQ8Block * kLinQ8PanelBlockBytes;

@@ -168,6 +168,14 @@ KWKER_API int kwker_get_tuning(const char *name, int64_t *value);
 #define KWKER_LINEAR_MEDIUM 1
 #define KWKER_LINEAR_INT8 2
 #define KWKER_LINEAR_INT4 3
+/* "high" results from fewer bytes, for float32 weights that are exactly dequantised GGUF blocks
+ * (a model transformers loaded from a Q4_1 / Q8_0 file): packed as int4 with group 32 (HIGH_Q4:
+ * uint8 q, scales d, mins m with w == (float)(d * q) + m in float32, GGUF's dequantiser) or as
+ * int8 (HIGH_Q8: w == (float)(d * q)), they give exactly KWKER_LINEAR_HIGH's results on those
+ * float32 weights, bit for bit, reading 24 / 36 bytes per 32 weights instead of 128. k must be a
+ * multiple of 32. The caller checks exactness (kwker.cpu_backend does, bit for bit). */
+#define KWKER_LINEAR_HIGH_Q4 4
+#define KWKER_LINEAR_HIGH_Q8 5
 /* Bytes of the packed weights of an [n, k] matrix (group: int4 group size, a positive multiple of
  * 32; ignored by the other modes), or -1 with the last error set. */
 KWKER_API int64_t kwker_linear_packed_size(int mode, int64_t n, int64_t k, int64_t group);

@@ -44,10 +44,15 @@ at::ScalarType value_type(int64_t mode) {
   switch (mode) {
     case KWKER_LINEAR_HIGH: return at::kFloat;
     case KWKER_LINEAR_MEDIUM: return at::kBFloat16;
-    case KWKER_LINEAR_INT8: return at::kChar;
+    case KWKER_LINEAR_INT8:
+    case KWKER_LINEAR_HIGH_Q8: return at::kChar;
     default: return at::kByte;
   }
 }
+
+// The exact-block "high" modes store int4's (group 32) / int8's layout (kwker.h).
+bool has_mins(int64_t mode) { return mode == KWKER_LINEAR_INT4 || mode == KWKER_LINEAR_HIGH_Q4; }
+bool has_scales(int64_t mode) { return mode >= KWKER_LINEAR_INT8; }
 
 int64_t blocks(int64_t mode, int64_t k, int64_t group) {
   int64_t b = mode == KWKER_LINEAR_INT4 ? group : 32;
@@ -56,7 +61,7 @@ int64_t blocks(int64_t mode, int64_t k, int64_t group) {
 
 Tensor linear_pack(int64_t mode, const Tensor &values, const std::optional<Tensor> &scales,
                    const std::optional<Tensor> &mins, int64_t group) {
-  TORCH_CHECK(mode >= 0 && mode <= 3, "kwker.linear_pack: unknown mode ", mode);
+  TORCH_CHECK(mode >= 0 && mode <= KWKER_LINEAR_HIGH_Q8, "kwker.linear_pack: unknown mode ", mode);
   TORCH_CHECK(values.dim() == 2 && values.device().is_cpu(),
               "kwker.linear_pack: values must be a 2-D CPU tensor [out_features, in_features]");
   TORCH_CHECK(values.scalar_type() == value_type(mode), "kwker.linear_pack: mode ", mode,
@@ -66,14 +71,14 @@ Tensor linear_pack(int64_t mode, const Tensor &values, const std::optional<Tenso
   if (bytes < 0) check(KWKER_E_INVALID_ARGUMENT);
   Tensor v = values.contiguous();
   Tensor s, m;
-  if (mode >= KWKER_LINEAR_INT8) {
-    TORCH_CHECK(scales.has_value(), "kwker.linear_pack: int8/int4 need scales");
+  if (has_scales(mode)) {
+    TORCH_CHECK(scales.has_value(), "kwker.linear_pack: mode ", mode, " needs scales");
     s = scales->to(at::kFloat).contiguous();
     TORCH_CHECK(s.numel() == n * blocks(mode, k, group), "kwker.linear_pack: scales must have ",
                 n * blocks(mode, k, group), " elements, got ", s.numel());
   }
-  if (mode == KWKER_LINEAR_INT4) {
-    TORCH_CHECK(mins.has_value(), "kwker.linear_pack: int4 needs mins");
+  if (has_mins(mode)) {
+    TORCH_CHECK(mins.has_value(), "kwker.linear_pack: mode ", mode, " needs mins");
     m = mins->to(at::kFloat).contiguous();
     TORCH_CHECK(m.numel() == s.numel(), "kwker.linear_pack: mins must match scales");
   }
@@ -93,12 +98,12 @@ std::tuple<Tensor, Tensor, Tensor> linear_unpack(int64_t mode, const Tensor &pac
   TORCH_CHECK(packed.scalar_type() == at::kByte && packed.is_contiguous() && packed.numel() == bytes,
               "kwker.linear_unpack: packed must be a contiguous uint8 tensor of ", bytes, " bytes");
   Tensor v = at::empty({n, k}, at::TensorOptions().dtype(value_type(mode)));
-  int64_t nb = mode >= KWKER_LINEAR_INT8 ? blocks(mode, k, group) : 0;
+  int64_t nb = has_scales(mode) ? blocks(mode, k, group) : 0;
   Tensor s = at::empty({n, nb}, at::TensorOptions().dtype(at::kFloat));
-  Tensor m = at::empty({n, mode == KWKER_LINEAR_INT4 ? nb : 0}, at::TensorOptions().dtype(at::kFloat));
+  Tensor m = at::empty({n, has_mins(mode) ? nb : 0}, at::TensorOptions().dtype(at::kFloat));
   check(kwker_linear_unpack(int(mode), n, k, group, packed.data_ptr(), v.data_ptr(),
                             nb ? s.data_ptr<float>() : nullptr,
-                            mode == KWKER_LINEAR_INT4 ? m.data_ptr<float>() : nullptr));
+                            has_mins(mode) ? m.data_ptr<float>() : nullptr));
   return {v, s, m};
 }
 

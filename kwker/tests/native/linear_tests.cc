@@ -232,6 +232,92 @@ void test_case(int mode, int64_t n, int64_t k, int64_t m, int64_t group, bool bi
   kwker_set_isa(nullptr);
 }
 
+// The exact-block "high" modes (HIGH_Q4 / HIGH_Q8): float32 weights that are exactly GGUF's
+// dequantised blocks, packed both as HIGH and in the exact-block mode, give the same bits on
+// every engine, decode rows and prompt rows (K chunks that start mid-block included).
+float f16_round(float v) {  // a scale as GGUF stores it: float16, widened exactly
+  _Float16 h = _Float16(v);
+  return float(h);
+}
+
+void test_exact(int mode, int64_t n, int64_t k, int64_t m, bool bias, int threads) {
+  std::mt19937 rng(unsigned(n * 31 + k * 3 + m + mode));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const std::string l = "mode=" + std::to_string(mode) + " n=" + std::to_string(n) + " k=" +
+                        std::to_string(k) + " m=" + std::to_string(m) + " threads=" +
+                        std::to_string(threads);
+  g_where = "linear exact blocks " + l;
+  const int64_t nb = k / 32;
+  std::vector<uint8_t> q(size_t(n * k));
+  std::vector<float> d(size_t(n * nb)), mn(size_t(n * nb)), dense(size_t(n * k));
+  for (int64_t i = 0; i < n * nb; ++i) {
+    d[size_t(i)] = 0.002f + 0.05f * std::fabs(u(rng));
+    // GGUF's float16 scales make d * q exact in float32; full float32 scales (the C API takes
+    // them) make it round, so the rebuild's order (product, then sum) is checked too.
+    if (i % 2 == 0) d[size_t(i)] = f16_round(d[size_t(i)]);
+    mn[size_t(i)] = f16_round(-0.4f * std::fabs(u(rng)));
+    if (i % 17 == 3) d[size_t(i)] = 0.0f;       // a constant block
+    if (i % 23 == 5) mn[size_t(i)] = -0.0f;     // -0 minimums (and q = 0: w = +0)
+    if (i % 29 == 7) d[size_t(i)] = 60000.0f;   // products far from 1
+  }
+  std::uniform_int_distribution<int> q8(-127, 127), q4(0, 15);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c) {
+      const size_t i = size_t(r * k + c), b = size_t(r * nb + c / 32);
+      volatile float t;  // GGUF's dequantiser: a float32 product, then a float32 sum
+      if (mode == KWKER_LINEAR_HIGH_Q8) {
+        const int v = q8(rng);
+        q[i] = uint8_t(int8_t(v));
+        t = d[b] * float(v);
+        dense[i] = t;
+      } else {
+        const int v = c % 11 == 0 ? 0 : q4(rng);
+        q[i] = uint8_t(v);
+        t = d[b] * float(v);
+        dense[i] = t + mn[b];
+      }
+    }
+  const int64_t eb = kwker_linear_packed_size(mode, n, k, 32);
+  const int64_t fb = kwker_linear_packed_size(KWKER_LINEAR_HIGH, n, k, 32);
+  check(eb > 0 && fb > 0, "packed sizes");
+  check(eb * 3 < fb, "the exact-block layout is the smaller");
+  Guarded pe{size_t(eb)}, pf{size_t(fb)};
+  check(kwker_linear_pack(mode, n, k, 32, q.data(), d.data(), mn.data(), pe.data()) == KWKER_OK,
+        "pack exact blocks");
+  check(kwker_linear_pack(KWKER_LINEAR_HIGH, n, k, 32, dense.data(), nullptr, nullptr,
+                          pf.data()) == KWKER_OK, "pack float32");
+  std::vector<uint8_t> back(q.size());
+  std::vector<float> bs(d.size()), bm(mn.size());
+  check(kwker_linear_unpack(mode, n, k, 32, pe.data(), back.data(), bs.data(), bm.data()) ==
+            KWKER_OK && back == q && bs == d, "unpack round trip");
+  if (mode == KWKER_LINEAR_HIGH_Q4)
+    check(std::memcmp(bm.data(), mn.data(), bm.size() * 4) == 0, "unpack mins");
+  std::vector<float> x(static_cast<size_t>(m * k)), b(static_cast<size_t>(n));
+  for (auto &v : x) v = u(rng);
+  if (m > 2) x[size_t(2 * k + k / 3)] = NAN;
+  for (auto &v : b) v = u(rng);
+  std::vector<float> first;
+  for (const char *engine : g_engines) {
+    kwker_set_isa(engine);
+    const std::string where = std::string(engine) + " (kernel " + kwker_linear_kernel(mode, m) + ")";
+    std::vector<float> ye(size_t(m * n)), yf(size_t(m * n));
+    Guarded ge{size_t(m * n * 4)};
+    check(kwker_linear(mode, x.data(), m, k, pe.data(), n, 32, bias ? b.data() : nullptr,
+                       reinterpret_cast<float *>(ge.data()), threads) == KWKER_OK, "run on " + where);
+    check(ge.intact(), "output red zone on " + where);
+    std::memcpy(ye.data(), ge.data(), ye.size() * 4);
+    check(kwker_linear(KWKER_LINEAR_HIGH, x.data(), m, k, pf.data(), n, 32,
+                       bias ? b.data() : nullptr, yf.data(), threads) == KWKER_OK,
+          "float32 run on " + where);
+    check(std::memcmp(ye.data(), yf.data(), ye.size() * 4) == 0,
+          "equals KWKER_LINEAR_HIGH on the same float32 weights, bit for bit, on " + where);
+    if (first.empty()) first = ye;
+    else check(std::memcmp(first.data(), ye.data(), ye.size() * 4) == 0,
+               where + " equals the first engine bit for bit");
+  }
+  kwker_set_isa(nullptr);
+}
+
 void test_errors() {
   g_where = "linear errors";
   float x = 1, y = 0;
@@ -247,6 +333,13 @@ void test_errors() {
   float s = 1, mn = 0;
   check(kwker_linear_pack(KWKER_LINEAR_INT4, 1, 4, 32, bad, &s, &mn, p) ==
             KWKER_E_INVALID_ARGUMENT, "int4 value 16 rejected");
+  check(kwker_linear_pack(KWKER_LINEAR_HIGH_Q4, 1, 4, 32, bad, &s, &mn, p) ==
+            KWKER_E_INVALID_ARGUMENT, "high_q4 with k = 4 rejected");
+  check(std::strstr(kwker_last_error(), "multiple of 32") != nullptr &&
+            std::strstr(kwker_last_error(), "KWKER_LINEAR_HIGH") != nullptr,
+        "message names the fix");
+  check(kwker_linear_packed_size(KWKER_LINEAR_HIGH_Q4, 4, 64, 64) == -1, "high_q4 group 64 rejected");
+  check(kwker_linear_packed_size(KWKER_LINEAR_HIGH_Q8, 4, 64, 0) > 0, "high_q8 ignores the group");
 }
 
 void count_task(void *ctx, int task) {
@@ -346,5 +439,14 @@ void run_linear_tests() {
   test_case(KWKER_LINEAR_HIGH, 100, 576, 256, 32, false, 2);  // 16 slabs split by rows: 3 + 3 + 2 each
   test_case(KWKER_LINEAR_MEDIUM, 37, 200, 100, 32, true, 3);
   test_case(KWKER_LINEAR_INT8, 700, 1024, 64, 32, true, 2);
+  // Decode rows (1, 2, 7), prompt rows (16 up, K in chunks of 528: one starts mid-block).
+  for (int mode : {KWKER_LINEAR_HIGH_Q4, KWKER_LINEAR_HIGH_Q8}) {
+    const int64_t shapes[][3] = {{1, 32, 1},  {5, 64, 7},  {37, 96, 2},  {64, 576, 1},
+                                 {1, 32, 16}, {35, 96, 17}, {64, 576, 40}, {13, 1568, 48},
+                                 {100, 576, 256}};
+    for (auto &s : shapes)
+      for (int threads : {1, 2}) test_exact(mode, s[0], s[1], s[2], s[0] % 2 == 1, threads);
+    test_exact(mode, 1024, 1024, 1, false, 2);  // crosses the threading threshold
+  }
   std::printf("linear kernels: tested\n");
 }

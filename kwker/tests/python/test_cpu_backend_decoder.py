@@ -333,3 +333,44 @@ def test_medium_prompt_attention_runs_in_bfloat16_where_the_linears_round(monkey
         want, got = model(long).logits, opt(long).logits
     assert got.dtype == torch.float32
     assert (got - want).abs().max() <= 2e-2 * want.abs().max()
+
+
+def _as_gguf_blocks(linear, kind):
+    """Replaces linear's weights by their gguf quantise / dequantise round trip (as transformers
+    loads a GGUF file: float32 weights that are exactly the file's blocks)."""
+    gguf = pytest.importorskip("gguf")
+    from gguf import quants
+    qtype = getattr(gguf.GGMLQuantizationType, kind)
+    w = linear.weight.detach().numpy()
+    with torch.no_grad():
+        linear.weight.copy_(torch.from_numpy(quants.dequantize(quants.quantize(w, qtype), qtype)))
+
+
+def test_exact_gguf_blocks_in_the_fused_step_give_float32_numbers():
+    model = tiny(seed=4)
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear):
+            _as_gguf_blocks(mod, "Q8_0" if name == "lm_head" else "Q4_1")
+    exact = cb.optimize(model, "high", decoder="generic")
+    plain = cb.optimize(model, "high", decoder="generic", exact_blocks=False)
+    assert exact._kwker_cpu_backend["storage"] == {"exact-q4_1": 14, "exact-q8_0": 1}
+    assert exact._kwker_cpu_backend["decoder"]["kind"] == "generic"
+    seq, sc = scores(exact)
+    seq2, sc2 = scores(plain)
+    assert exact._kwker_decoder.steps >= 7
+    assert torch.equal(seq, seq2) and torch.equal(sc, sc2)   # bit for bit
+    assert torch.equal(seq, scores(model)[0])
+
+
+def test_mixed_storage_projections_run_the_fused_step_as_float32():
+    model = tiny(seed=5)
+    _as_gguf_blocks(model.model.layers[0].self_attn.q_proj, "Q4_1")
+    _as_gguf_blocks(model.lm_head, "Q8_0")
+    opt = cb.optimize(model, "high", decoder="generic")
+    # One kernel mode for every projection: float32 storage; the LM head keeps its blocks.
+    assert opt._kwker_cpu_backend["storage"] == {"float32": 14, "exact-q8_0": 1}
+    assert opt._kwker_cpu_backend["decoder"]["kind"] == "generic"
+    seq, sc = scores(opt)
+    ref_seq, ref_sc = scores(model)
+    assert torch.equal(seq, ref_seq)
+    torch.testing.assert_close(sc, ref_sc, rtol=1e-4, atol=1e-4)

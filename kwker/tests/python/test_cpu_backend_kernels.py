@@ -125,3 +125,88 @@ def test_operator_errors_are_clear():
     _, kl = _layer(4, 16, "high")
     with pytest.raises(RuntimeError, match="do not fit in_features=17"):
         kl(torch.randn(1, 17))
+
+
+# ---- "high" from exact GGUF blocks: float32 weights that the gguf package dequantised (as
+# transformers does on loading a GGUF file) are stored as their blocks and give float32's bits.
+GGUF_KINDS = {"Q4_1": "exact-q4_1", "Q8_0": "exact-q8_0", "Q4_0": "exact-q8_0"}
+
+
+def _gguf_linear(n, k, kind, seed=3):
+    """An nn.Linear whose weights went through the gguf package's quantise / dequantise."""
+    gguf = pytest.importorskip("gguf")
+    from gguf import quants
+    g = torch.Generator().manual_seed(seed + n + k)
+    w = torch.randn(n, k, generator=g).numpy()
+    qtype = getattr(gguf.GGMLQuantizationType, kind)
+    deq = quants.dequantize(quants.quantize(w, qtype), qtype)
+    lin = torch.nn.Linear(k, n, bias=n % 2 == 1)
+    with torch.no_grad():
+        lin.weight.copy_(torch.from_numpy(deq))
+    return lin
+
+
+@pytest.mark.parametrize("kind", sorted(GGUF_KINDS))
+@pytest.mark.parametrize("n,k,m", [(1, 32, 1), (37, 96, 7), (64, 576, 2), (33, 1568, 40)])
+def test_exact_gguf_blocks_give_float32_results_bit_for_bit(kind, n, k, m):
+    lin = _gguf_linear(n, k, kind)
+    exact = KwkerLinear.from_linear(lin, mode="high", group=32, threads=2, scheme=None)
+    plain = KwkerLinear.from_linear(lin, mode="high", group=32, threads=2, scheme=None,
+                                    exact_blocks=False)
+    assert exact.storage == GGUF_KINDS[kind] and plain.storage == "float32"
+    assert "storage=" in repr(exact)
+    assert exact.weight_bytes * 3 < plain.weight_bytes
+    # The stored blocks rebuild the very float32 weights.
+    w = lin.weight.detach()
+    assert torch.equal(exact.dequantized_weight().view(torch.int32), w.view(torch.int32))
+    x = torch.randn(m, k, generator=torch.Generator().manual_seed(11))
+    with kwker.config():
+        for e in ENGINES:
+            kwker.set_isa(e)
+            got, want = exact(x), plain(x)
+            assert torch.equal(got.view(torch.int32), want.view(torch.int32)), (e, kind)
+    # And as float32, y agrees with torch's product to float32 summation error.
+    torch.testing.assert_close(got, lin(x).detach(), rtol=1e-4, atol=1e-4)
+    # The layer repacked as float32 storage computes the same.
+    back = exact.as_float32_storage()
+    assert back.storage == "float32" and torch.equal(back(x), got)
+
+
+def test_weights_that_are_not_exact_blocks_stay_float32():
+    lin = _gguf_linear(8, 64, "Q4_1")
+    with torch.no_grad():
+        lin.weight[5, 40] = torch.nextafter(lin.weight[5, 40], torch.tensor(9.0))  # one ulp
+    assert KwkerLinear.from_linear(lin, mode="high", group=32, threads=1,
+                                   scheme=None).storage == "float32"
+    # A last row that breaks it, past the first rows' quick check (rows come in steps).
+    lin = _gguf_linear(40, 64, "Q8_0")
+    with torch.no_grad():
+        lin.weight[39, 0] += 1e-3
+    assert KwkerLinear.from_linear(lin, mode="high", group=32, threads=1,
+                                   scheme=None).storage == "float32"
+    # K not a multiple of 32: the kernels would rebuild padding that is not 0.
+    lin = _gguf_linear(4, 96, "Q4_1")
+    cut = torch.nn.Linear(80, 4, bias=False)
+    with torch.no_grad():
+        cut.weight.copy_(lin.weight[:, :80])
+    assert KwkerLinear.from_linear(cut, mode="high", group=32, threads=1,
+                                   scheme=None).storage == "float32"
+    # Ordinary float32 weights, and the other modes, have no exact storage.
+    lin, kl = _layer(16, 64, "high")
+    assert kl.storage == "float32"
+    assert _layer(16, 64, "int4")[1].storage is None
+
+
+def test_exact_blocks_option_is_checked_and_reported():
+    import kwker.cpu_backend as cb
+    model = torch.nn.Sequential(_gguf_linear(16, 64, "Q4_1"), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 8))
+    with pytest.raises(TypeError, match="exact_blocks must be True or False"):
+        cb.optimize(model, "high", exact_blocks="yes")
+    assert isinstance(model[0], torch.nn.Linear)
+    opt = cb.optimize(model, "high")
+    assert opt._kwker_cpu_backend["storage"] == {"exact-q4_1": 1, "float32": 1}
+    assert cb.optimize(model, "high", exact_blocks=False)._kwker_cpu_backend["storage"] == {
+        "float32": 2}
+    x = torch.randn(3, 64)
+    assert torch.equal(opt(x), cb.optimize(model, "high", exact_blocks=False)(x))

@@ -92,6 +92,22 @@ def test_greedy_generate_in_high_mode_gives_the_original_tokens(model, text):
     assert opt._kwker_decoder.steps >= 19
 
 
+def test_high_mode_streams_the_files_blocks_with_float32_results(model, text):
+    """transformers dequantises the file's Q4_1 / Q8_0 blocks to float32; "high" finds them again
+    (bit for bit) and reads 24 / 36 bytes per 32 weights, with float32 storage's numbers."""
+    opt = optimized(model, "high")
+    assert opt._kwker_cpu_backend["storage"] == {"exact-q4_1": 210, "exact-q8_0": 1}
+    plain = cb.optimize(model, "high", exact_blocks=False, decoder="off")
+    assert plain._kwker_cpu_backend["storage"] == {"float32": 211}
+    sizes = [sum(m.weight_bytes for m in x.modules() if isinstance(m, KwkerLinear))
+             for x in (opt, plain)]
+    assert sizes[0] * 4 < sizes[1]
+    with torch.no_grad():
+        for ids in (text, text[:, :1]):   # prompt rows and one decode row, per-layer kernels
+            a, b = opt(ids).logits, plain(ids).logits
+            assert torch.equal(a.view(torch.int32), b.view(torch.int32))
+
+
 def test_sampling_and_several_sequences_run(model):
     opt = optimized(model, "int8")
     torch.manual_seed(1)

@@ -76,13 +76,32 @@ def _eps(norm, what):
     raise NotInFamily(f"{what} is {type(norm).__name__}, not an RMSNorm")
 
 
-def _kwker_linears(names, mods, mode, group):
+def _kwker_linears(names, mods, mode, group, code):
     from ._linear import KwkerLinear
     for name, mod in zip(names, mods):
         if not isinstance(mod, KwkerLinear):
             raise NotInFamily(f"{name} is {type(mod).__name__}, not a Kwker linear layer")
-        if mod.mode != mode or mod.group != group:
-            raise NotInFamily(f"{name} runs mode {mod.mode}, the others {mode}")
+        if mod.mode != mode or mod.group != group or mod._code != code:
+            raise NotInFamily(f"{name} runs mode {mod.mode} ({mod.storage or 'its layout'}), "
+                              f"the others {mode}")
+
+
+_PROJECTIONS = (("self_attn", ("q_proj", "k_proj", "v_proj", "o_proj")),
+                ("mlp", ("gate_proj", "up_proj", "down_proj")))
+
+
+def _one_storage(layers):
+    """The step runs every layer's projections in one kernel mode: where "high" layers are stored
+    differently (some exact GGUF blocks, some float32), all of them become float32 storage (the
+    same results, bit for bit; only the bytes read per token grow). The LM head keeps its own."""
+    from ._linear import KwkerLinear
+    mods = [(getattr(layer, part), name) for layer in layers for part, names in _PROJECTIONS
+            for name in names]
+    kinds = {getattr(getattr(parent, name), "storage", None) for parent, name in mods
+             if isinstance(getattr(parent, name), KwkerLinear)}
+    if len(kinds) > 1 and kinds <= {"float32", "exact-q4_1", "exact-q8_0"}:
+        for parent, name in mods:
+            setattr(parent, name, getattr(parent, name).as_float32_storage())
 
 
 def _fuse(mods):
@@ -146,6 +165,7 @@ class Decoder:
     def __init__(self, model, threads, cache_dir=None, generic_only=False):
         inner, rot = describe(model)
         layers = list(inner.layers)
+        _one_storage(layers)
         first = layers[0].self_attn
         from ._linear import KwkerLinear
         if not isinstance(model.lm_head, KwkerLinear):
@@ -170,7 +190,7 @@ class Decoder:
             mlps = [mlp.gate_proj, mlp.up_proj, mlp.down_proj]
             _kwker_linears(names + [f"layers.{i}.mlp.{p}" for p in ("gate_proj", "up_proj",
                                                                      "down_proj")],
-                           projs + mlps, mode_name, group)
+                           projs + mlps, mode_name, group, code)
             if (att.q_proj.out_features != heads * head_dim
                     or att.k_proj.out_features != kv_heads * head_dim):
                 raise NotInFamily(f"layer {i}'s projections do not match {heads} heads of "

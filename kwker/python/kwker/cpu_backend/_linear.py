@@ -8,6 +8,8 @@ from kwker.torch_ops import _compiled
 from ._status import MODES
 
 MODE_CODES = {m: i for i, m in enumerate(MODES)}
+# "high" stored as exact GGUF blocks (kwker.h: KWKER_LINEAR_HIGH_Q4 / _HIGH_Q8; _quant.exact_blocks).
+STORAGE_CODES = {"exact-q4_1": 4, "exact-q8_0": 5}
 
 
 _NS = []
@@ -31,24 +33,48 @@ def _linear_op():
 
 class KwkerLinear(torch.nn.Module):
     """y = x W^T + b with W packed once (mode: high, medium, int8 or int4). Activations run in
-    float32; inputs of another dtype are converted and the result converted back."""
+    float32; inputs of another dtype are converted and the result converted back.
 
-    def __init__(self, values, scales, mins, bias, *, mode, group, threads, scheme=None):
+    storage: how "high" holds its float32 weights: "float32", or "exact-q4_1" / "exact-q8_0"
+    where they are exactly GGUF blocks (values, scales, mins are then the blocks); the other
+    modes' storage is their own layout (None)."""
+
+    def __init__(self, values, scales, mins, bias, *, mode, group, threads, scheme=None,
+                 storage=None):
         super().__init__()
         self.mode, self.group, self.threads, self.scheme = mode, int(group), int(threads), scheme
         self.out_features, self.in_features = values.shape
-        self._code = MODE_CODES[mode]
+        if mode == "high":
+            storage = storage or "float32"
+        elif storage is not None:
+            raise ValueError(f"KwkerLinear: storage={storage!r} is for mode 'high' only")
+        self.storage = storage
+        self._code = STORAGE_CODES.get(storage, MODE_CODES[mode])
         packed = ops().linear_pack(self._code, values, scales, mins, self.group)
         self.register_buffer("packed", packed, persistent=True)
         self.register_buffer("bias", None if bias is None else
                              bias.detach().to(torch.float32).clone(), persistent=True)
 
     @classmethod
-    def from_linear(cls, linear, *, mode, group, threads, scheme):
+    def from_linear(cls, linear, *, mode, group, threads, scheme, exact_blocks=True):
         from . import _quant
+        if mode == "high" and exact_blocks:
+            found = _quant.exact_blocks(linear.weight)
+            if found is not None:
+                storage, values, scales, mins = found
+                return cls(values, scales, mins, linear.bias, mode=mode, group=group,
+                           threads=threads, scheme=scheme, storage=storage)
         values, scales, mins = _quant.quantize(linear.weight, mode, scheme, group)
         return cls(values, scales, mins, linear.bias, mode=mode, group=group, threads=threads,
                    scheme=scheme)
+
+    def as_float32_storage(self):
+        """This "high" layer with its weights stored as plain float32 (same results, bit for bit;
+        the decode step needs one storage for all of a model's projections)."""
+        if self.storage == "float32":
+            return self
+        return KwkerLinear(self.dequantized_weight(), None, None, self.bias, mode="high",
+                           group=self.group, threads=self.threads, scheme=self.scheme)
 
     def unpack(self):
         """(values, scales, mins) exactly as packed."""
@@ -58,7 +84,7 @@ class KwkerLinear(torch.nn.Module):
     def dequantized_weight(self):
         from . import _quant
         v, s, m = self.unpack()
-        return _quant.dequantize(v, s, m, self.mode, self.group)
+        return _quant.dequantize(v, s, m, self.mode, self.group, self.storage)
 
     @property
     def weight_bytes(self):
@@ -78,4 +104,6 @@ class KwkerLinear(torch.nn.Module):
             s += f", group_size={self.group}"
         if self.scheme:
             s += f", scheme={self.scheme}"
+        if self.storage not in (None, "float32"):
+            s += f", storage={self.storage}"
         return s

@@ -104,7 +104,7 @@ DECODER_CHOICES = ("auto", "generic", "off")
 
 
 def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, scheme=None,
-             decoder="auto"):
+             decoder="auto", exact_blocks=True):
     """Returns `model` with its nn.Linear layers running Kwker's kernels in `mode`:
 
     "high"   float32 weights and results (differences from torch only from summation order)
@@ -124,10 +124,19 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
     and engine and cached in KWKER_CACHE_DIR/decoder (the generic precompiled step where no C++
     compiler runs); "generic" always takes the precompiled step; "off" keeps per-layer kernels.
     model._kwker_cpu_backend["decoder"] says what ran and why.
+
+    exact_blocks ("high" only): a layer whose float32 weights are exactly GGUF Q4_1 / Q8_0 / Q4_0
+    blocks (as transformers dequantises a GGUF file) is stored as those blocks, 24 or 36 bytes
+    per 32 weights instead of 128, with the same results bit for bit (the kernels rebuild the
+    same float32 weights); False keeps every layer in float32. model._kwker_cpu_backend["storage"]
+    counts the layers of each storage.
     """
     import torch
     group, scheme = check_options(mode, group_size, scheme, threads)
     check_decoder(decoder)
+    if not isinstance(exact_blocks, bool):
+        raise TypeError(f"kwker.cpu_backend.optimize: exact_blocks must be True or False (got "
+                        f"{exact_blocks!r})")
     _status.amx_setting()  # a KWKER_AMX typo fails here, before anything is built
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"kwker.cpu_backend.optimize: expected a torch.nn.Module, got "
@@ -157,14 +166,20 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
     t = 0 if threads is None else threads
     with torch.no_grad():
         new = {name: KwkerLinear.from_linear(target.get_submodule(name), mode=mode, group=group,
-                                             threads=t, scheme=scheme)
+                                             threads=t, scheme=scheme,
+                                             exact_blocks=exact_blocks)
                for name, _ in layers}
     for name, mod in new.items():
         _replace(target, name, mod)
     # "medium": a prompt's attention in bfloat16 where its linear inputs are (_attention.py).
     wrapped = _attention.install(target) if mode == "medium" else None
+    info = decoder_for(target, t, decoder)  # may move "high" layers to one storage
+    storage = {}
+    for name, _ in layers:
+        kind = getattr(target.get_submodule(name), "storage", None) or mode
+        storage[kind] = storage.get(kind, 0) + 1
     target._kwker_cpu_backend = {"mode": mode, "group_size": group, "scheme": scheme,
-                                 "layers": len(new), "decoder": decoder_for(target, t, decoder),
+                                 "layers": len(new), "storage": storage, "decoder": info,
                                  "prompt_attention": (
                                      f"bfloat16 where the prompt kernel rounds x (wraps "
                                      f"{wrapped!r})" if wrapped else "the model's own")}

@@ -9,6 +9,12 @@ are the same numbers.
   int4 "q4_0":           per group, d = w_maxabs / -8 (signed), q = round(w / d) + 8 in 0..15,
                          stored as m = -8 d, so the kernels are the same
 K is zero-padded to the block (group) size before the statistics are taken.
+
+"high" keeps float32 weights, but a layer whose float32 weights are exactly a dequantised GGUF
+file (transformers dequantises Q4_1 / Q8_0 / Q4_0 to float32 on load) is stored as those blocks
+(exact_blocks): 24 or 36 bytes per 32 weights instead of 128, rebuilt by the kernels into the very
+same float32 numbers, so the results are those of float32 storage bit for bit. Detection is exact
+(every weight's bits compared), never approximate; anything else stays float32.
 """
 import torch
 
@@ -63,8 +69,84 @@ def quantize(w, mode, scheme, group):
             m.reshape(n, -1).contiguous())
 
 
-def dequantize(values, scales, mins, mode, group):
+# Rows per step of the exact-block check: its temporaries stay near 100 MB on a 49,152-row LM head.
+_EXACT_ROWS = 4096
+
+
+def _bits(t):
+    return t.contiguous().view(torch.int32)
+
+
+def _exact_q4_1(b):
+    """(q, d, m) if every 32-block of b [rows, nb, 32] is w == (d * q) + m in float32 (q in
+    0..15, GGUF's Q4_1 dequantiser), else None. The block's minimum is m (its q is 0) and d is the
+    float16 nearest (max - min) / 15, as GGUF stores it; the check is on the bits."""
+    lo, hi = b.amin(dim=2, keepdim=True), b.amax(dim=2, keepdim=True)
+    d = _f16((hi - lo) / 15.0)
+    q = torch.round((b - lo) * _inverse(d)).clamp_(0, 15).to(torch.uint8)
+    if not torch.equal(_bits(d * q.to(torch.float32) + lo), _bits(b)):
+        return None
+    return q, d, lo
+
+
+def _exact_q8_0(b):
+    """(q, d) if every 32-block is w == d * q in float32 (q in -127..127): GGUF's Q8_0 (d the
+    float16 nearest max|w| / 127) or Q4_0 (q in -8..7 and d = w / -8 for the w of largest
+    magnitude, exact; d may be negative, so its zeros are -0), per block. The check rebuilds
+    from the integer q, so a -0 weight only passes where d * 0 gives it."""
+    amax = b.abs().amax(dim=2, keepdim=True)
+    ext = torch.gather(b, 2, b.abs().argmax(dim=2, keepdim=True))
+    best_q, best_d, ok_all = None, None, None
+    for d in (_f16(amax / 127.0), ext / -8.0):
+        q = torch.round(b * _inverse(d)).clamp_(-127, 127).to(torch.int8)
+        ok = (_bits(d * q.to(torch.float32)) == _bits(b)).all(dim=2, keepdim=True)
+        if best_q is None:
+            best_q, best_d, ok_all = q, d, ok
+        else:
+            best_q = torch.where(ok_all, best_q, q)
+            best_d = torch.where(ok_all, best_d, d)
+            ok_all = ok_all | ok
+        if bool(ok_all.all()):
+            return best_q, best_d
+    return None
+
+
+def exact_blocks(w):
+    """("exact-q4_1", q, d, m) or ("exact-q8_0", q, d, None) where the float32 weights w [n, k]
+    are exactly GGUF blocks of 32 along K (k a multiple of 32), else None. The first rows are
+    checked alone first, so a layer of ordinary float32 weights costs one small step."""
+    w = w.detach()
+    if w.dtype != torch.float32 or w.dim() != 2 or w.shape[1] % 32 or w.numel() == 0:
+        return None
+    n, k = w.shape
+    b = w.reshape(n, k // 32, 32)
+    for kind, test in (("exact-q4_1", _exact_q4_1), ("exact-q8_0", _exact_q8_0)):
+        if test(b[:8]) is None:
+            continue
+        parts = []
+        for r in range(0, n, _EXACT_ROWS):
+            got = test(b[r:r + _EXACT_ROWS])
+            if got is None:
+                parts = None
+                break
+            parts.append(got)
+        if parts is None:
+            continue
+        q = torch.cat([p[0] for p in parts]).reshape(n, k)
+        d = torch.cat([p[1] for p in parts]).reshape(n, k // 32)
+        m = torch.cat([p[2] for p in parts]).reshape(n, k // 32) if kind == "exact-q4_1" else None
+        return kind, q, d, m
+    return None
+
+
+def dequantize(values, scales, mins, mode, group, storage=None):
     """The float32 weights a packed layer computes with (for tests and check_accuracy)."""
+    if storage in ("exact-q4_1", "exact-q8_0"):  # (d * q) + m, in float32, as the kernels do
+        n, k = values.shape
+        w = _blocks(values.to(torch.float32), 32) * scales.unsqueeze(-1)
+        if storage == "exact-q4_1":
+            w = w + mins.unsqueeze(-1)
+        return w.reshape(n, k)
     if mode in ("high", "medium"):
         return values.to(torch.float32)
     block = 32 if mode == "int8" else group
