@@ -63,6 +63,83 @@ bool count_block_avx512(const T *v, size_t m, const T *dict, size_t *count) {
 }
 #endif
 
+#if defined(__AVX512F__)
+// 9 to 16 distinct 32-bit keys on AVX-512: a perfect hash instead of 16 compares per vector.
+// slot = (x * mult) >> 27 puts the dictionary's values in distinct slots of 32 (mult: the first
+// odd multiplier of a fixed sequence that does; a few dozen tries for 16 random values). Per
+// vector: the hash, two table lookups (slot -> dictionary index, index -> value) and a check
+// that the value is x, then one nibble counter per index (index j adds 1 << 4j to a 32-bit
+// lane: 0-7 in one accumulator, 8-15 in another, flushed to byte counters every 15 vectors).
+// About 12 instructions per 16 keys where the compares took 32, on ports 0 and 5 alike.
+struct FewHash32 {
+  uint32_t mult = 0;      // 0: no perfect hash found (count with the compares)
+  uint32_t index[32];     // slot -> dictionary index (unused slots: 0, caught by the check)
+};
+
+inline void few_hash_build(const uint32_t *dict, size_t d, FewHash32 &h) {
+  h.mult = 0;
+  uint32_t m = 0x9E3779B9u;
+  for (int t = 0; t < 2048; ++t, m = (m * 0x2C9277B5u + 0xAC564B05u) | 1u) {
+    uint32_t used = 0;
+    bool ok = true;
+    for (size_t j = 0; j < d && ok; ++j) {
+      const uint32_t s = (dict[j] * m) >> 27;
+      ok = !(used >> s & 1u);
+      used |= 1u << s;
+    }
+    if (!ok) continue;
+    for (uint32_t &e : h.index) e = 0;
+    for (size_t j = 0; j < d; ++j) h.index[(dict[j] * m) >> 27] = uint32_t(j);
+    h.mult = m;
+    return;
+  }
+}
+
+// Counts of the d <= 16 dictionary entries in v[0..m) (m a multiple of 16, at most 255 * 16
+// keys so the byte counters cannot carry), or false when a key is not in the dictionary.
+inline bool count_block_hash32(const uint32_t *v, size_t m, const uint32_t *dict, size_t d,
+                               const FewHash32 &h, size_t *count) {
+  uint32_t vals[16];
+  for (size_t j = 0; j < 16; ++j) vals[j] = dict[j < d ? j : 0];
+  const __m512i mult = _mm512_set1_epi32(int32_t(h.mult));
+  const __m512i tlo = _mm512_loadu_si512(h.index), thi = _mm512_loadu_si512(h.index + 16);
+  const __m512i dv = _mm512_loadu_si512(vals);
+  const __m512i one = _mm512_set1_epi32(1), c32 = _mm512_set1_epi32(32);
+  const __m512i low = _mm512_set1_epi32(0x0F0F0F0F);
+  __m512i diff = _mm512_setzero_si512();
+  __m512i bytes[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                      _mm512_setzero_si512()};  // indices 0-7 even / odd nibbles, 8-15 same
+  for (size_t i = 0; i < m;) {
+    __m512i na = _mm512_setzero_si512(), nb = _mm512_setzero_si512();
+    const size_t stop = m - i > 15 * 16 ? i + 15 * 16 : m;
+    for (; i < stop; i += 16) {
+      const __m512i x = _mm512_loadu_si512(v + i);
+      const __m512i slot = _mm512_srli_epi32(_mm512_mullo_epi32(x, mult), 27);
+      const __m512i idx = _mm512_permutex2var_epi32(tlo, slot, thi);
+      diff = _mm512_or_si512(diff, _mm512_xor_si512(_mm512_permutexvar_epi32(idx, dv), x));
+      const __m512i sh = _mm512_slli_epi32(idx, 2);  // variable shifts past 31 give 0
+      na = _mm512_add_epi32(na, _mm512_sllv_epi32(one, sh));
+      nb = _mm512_add_epi32(nb, _mm512_sllv_epi32(one, _mm512_sub_epi32(sh, c32)));
+    }
+    bytes[0] = _mm512_add_epi32(bytes[0], _mm512_and_si512(na, low));
+    bytes[1] = _mm512_add_epi32(bytes[1], _mm512_and_si512(_mm512_srli_epi32(na, 4), low));
+    bytes[2] = _mm512_add_epi32(bytes[2], _mm512_and_si512(nb, low));
+    bytes[3] = _mm512_add_epi32(bytes[3], _mm512_and_si512(_mm512_srli_epi32(nb, 4), low));
+  }
+  if (_mm512_test_epi32_mask(diff, diff)) return false;
+  // Byte p of bytes[2a + o] counts index 8a + 2p + o.
+  const __m512i ff = _mm512_set1_epi32(0xFF);
+  for (int a = 0; a < 4; ++a)
+    for (int p = 0; p < 4; ++p) {
+      const size_t j = size_t(8 * (a / 2) + 2 * p + (a % 2));
+      if (j < d)
+        count[j] = size_t(uint32_t(_mm512_reduce_add_epi32(
+            _mm512_and_si512(_mm512_srli_epi32(bytes[a], 8 * p), ff))));
+    }
+  return true;
+}
+#endif
+
 // Counts of each of the first D dictionary entries in v[0..m), m a multiple of the vector
 // width. Each vector of input is loaded once and compared against every entry (the plain loop
 // per entry read the block D times: 16 distinct at 1e7: int32 0.56 -> 0.42, float64 1.21 -> 0.72 ns/el). D is
@@ -100,16 +177,43 @@ bool few_count(const Codec c, const typename Codec::T *src, size_t lo, size_t hi
   using T = typename Codec::T;
   constexpr size_t kBlock = 2048;
   size_t D = 0;
+#if defined(__AVX512F__)
+  constexpr bool kHash = sizeof(T) == 4;
+  FewHash32 hash;
+#endif
   auto pad = [&] {  // entries d..D repeat the first one (their counts are ignored)
     D = d <= 4 ? 4 : d <= 8 ? 8 : 16;
     for (size_t j = d; j < D; ++j) dict[j] = dict[0];
+#if defined(__AVX512F__)
+    if constexpr (kHash) {  // more than 8 entries: the hash beats 16 compares
+      hash.mult = 0;
+      if (D == 16) {
+        uint32_t bits[kFewDistinctMax];
+        std::memcpy(bits, dict, d * sizeof(T));
+        few_hash_build(bits, d, hash);
+      }
+    }
+#endif
   };
   pad();
   for (size_t b = lo; b < hi;) {
     const size_t m = b + kBlock < hi ? kBlock : hi - b;
     const T *v = src + b;
     size_t part[kFewDistinctMax] = {}, matched = 0;
-    if (m == kBlock) {  // full blocks: one load per vector (count_block_vec)
+    bool hashed = false;
+#if defined(__AVX512F__)
+    if constexpr (kHash) {
+      if (m == kBlock && hash.mult) {
+        // A key outside the dictionary leaves part at 0, so matched != m below.
+        if (!count_block_hash32(reinterpret_cast<const uint32_t *>(v), m,
+                                reinterpret_cast<const uint32_t *>(dict), d, hash, part))
+          for (size_t j = 0; j < d; ++j) part[j] = 0;
+        hashed = true;
+      }
+    }
+#endif
+    if (hashed) {
+    } else if (m == kBlock) {  // full blocks: one load per vector (count_block_vec)
       if (D == 4) count_block_vec<4>(v, m, dict, part);
       else if (D == 8) count_block_vec<8>(v, m, dict, part);
       else count_block_vec<16>(v, m, dict, part);
@@ -123,6 +227,7 @@ bool few_count(const Codec c, const typename Codec::T *src, size_t lo, size_t hi
     }
     for (size_t j = 0; j < d; ++j) matched += part[j];
     if (matched != m) {
+      const size_t had = d;
       for (size_t i = 0; i < m; ++i) {
         const T x = v[i];
         bool seen = false;
@@ -133,6 +238,9 @@ bool few_count(const Codec c, const typename Codec::T *src, size_t lo, size_t hi
         if (d == kFewDistinctMax) return false;
         dict[d++] = x;
       }
+      // Every key was in the dictionary, so a count was wrong: give up (the caller's general
+      // sort is correct) rather than retry the same block for ever.
+      if (d == had) return false;
       pad();
       continue;
     }

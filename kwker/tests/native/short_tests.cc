@@ -313,6 +313,37 @@ void test_few_distinct() {
         check_1d_all(dtype, kwker::ref::kSpecials, n, flags,
                      extra ? "few distinct + unseen values" : "few distinct", &data, 1);
       }
+  // 9 to 16 distinct 32-bit keys (the avx512 engine counts them through a perfect hash):
+  // values that differ only in their top bits (the hardest for a multiplicative hash), small
+  // consecutive integers, float-like exponents; a newcomer in the first or the last full block
+  // (the hash is rebuilt as the dictionary grows), or a 17th value; one and two threads.
+  for (int dtype : {KWKER_FLOAT32, KWKER_INT32, KWKER_UINT32})
+    for (int shape = 0; shape < 3; ++shape)
+      for (int d : {9, 13, 16})
+        for (int late = 0; late < 3; ++late) {
+          const int64_t n = 120000 + 16 * d + late;
+          std::vector<uint32_t> vals(static_cast<size_t>(d));
+          for (int j = 0; j < d; ++j)
+            vals[size_t(j)] = shape == 0 ? uint32_t(j) << 28 : shape == 1 ? uint32_t(j)
+                                                                        : uint32_t(127 + j) << 23;
+          const int have = late ? d - 1 : d;  // late: the last value only appears at `at`
+          std::vector<uint32_t> data(static_cast<size_t>(n));
+          uint64_t s = 777 + uint64_t(d);
+          for (int64_t i = 0; i < n; ++i) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            data[size_t(i)] = vals[size_t((s >> 33) % uint64_t(have))];
+          }
+          if (late) {
+            const int64_t at = late == 1 ? 100 : (n / 2048 - 1) * 2048 + 5;
+            data[size_t(at)] = vals[size_t(d - 1)];
+            if (d == 16 && shape == 2) data[size_t(at + 1)] = 0x7F000001u;  // a 17th value
+          }
+          std::vector<uint8_t> bytes(size_t(n) * 4);
+          std::memcpy(bytes.data(), data.data(), bytes.size());
+          for (int threads : {1, 2})
+            check_1d_all(dtype, kwker::ref::kSpecials, n, threads == 2 ? KWKER_DESCENDING : 0u,
+                         "9-16 distinct 32-bit keys", &bytes, threads);
+        }
 }
 
 // Float keys compared as floats (vq::FOps, from sort_float_min_32 / _64 to _max_ keys, where the
