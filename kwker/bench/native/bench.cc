@@ -8,8 +8,9 @@
 // them: Highway's vqsort (libhwy-dev), ips4o sequential and parallel (libips4o-dev, on a
 // persistent std::thread pool), pdqsort (pdqsort-dev, branchless) and std::sort.
 //
-// Method: for every case (dtype x size x distribution x thread count) all libraries run in
-// interleaved rounds, in an order rotated each round. Before each timed run the input is copied
+// Method: for every case (dtype x size x distribution) all libraries, at one thread and at two,
+// run in the same interleaved rounds, in an order rotated each round (so the one- and
+// two-thread rows of a case are timed at the same moments). Before each timed run the input is copied
 // into a pre-faulted buffer (not timed); after it the output is verified: non-decreasing, and
 // a permutation of the input (the same multiset hash, so no reference sort is needed). The table gives medians over the rounds with the spread (min-max), and how much CPU
 // other processes used while the benchmark ran.
@@ -19,6 +20,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -251,31 +253,52 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
       if (n > 10000000 && dist != kUniform && dist != kDup10) continue;
       const std::vector<T> input = make_input<T>(dist, n, 42 + n + dist);
       const uint64_t want = multiset_hash(input.data(), n);
+      // Both thread counts' libraries run in the same interleaved rounds, so "two threads
+      // never slower than one" compares runs of the same moments, not two blocks seconds
+      // apart on a host whose other tenants come and go.
+      char labels[2][160];
+      std::vector<Lib> libs;
+      std::vector<int> row_of;  // 0: the one-thread row, 1: the two-thread row
       for (int threads : {1, 2}) {
-        char label[160];
-        std::snprintf(label, sizeof label, "%s | %s | %zu | %d", dtype, kDistNames[dist], n,
-                      threads);
+        char *label = labels[threads - 1];
+        std::snprintf(label, 160, "%s | %s | %zu | %d", dtype, kDistNames[dist], n, threads);
         if (!opt.only.empty() && std::string(label).find(opt.only) == std::string::npos)
           continue;
         const bool slow_ok = !(opt.quick && n >= 10000000) && n <= 10000000;
-        std::vector<Lib> libs = libraries<T>(opt.kwker, threads, slow_ok, pool);
-        std::vector<std::vector<double>> times(libs.size());
-        // --quick drops 1e8 only: the targets are medians of at least 7 rounds.
-        const int rounds = n > 10000000 ? 3 : opt.rounds;
-        for (int r = 0; r < rounds; ++r)
-          for (size_t j = 0; j < libs.size(); ++j) {
-            const size_t i = (j + size_t(r)) % libs.size();
-            std::memcpy(work.data(), input.data(), n * sizeof(T));
-            const double t0 = now();
-            const bool ok = libs[i].run(work.data(), n);
-            times[i].push_back((now() - t0) * 1e9 / double(n));
-            if (!ok || (libs[i].sorts && !verified(work.data(), n, want))) {
-              std::fprintf(stderr, "WRONG RESULT: %s on %s\n", libs[i].name.c_str(), label);
-              ++g_failures;
-            }
+        for (Lib &l : libraries<T>(opt.kwker, threads, slow_ok, pool)) {
+          libs.push_back(std::move(l));
+          row_of.push_back(threads - 1);
+        }
+      }
+      if (libs.empty()) continue;
+      std::vector<std::vector<double>> times(libs.size());
+      // --quick drops 1e8 only: the targets are medians of at least 7 rounds.
+      const int rounds = n > 10000000 ? 3 : opt.rounds;
+      for (int r = 0; r < rounds; ++r)
+        for (size_t j = 0; j < libs.size(); ++j) {
+          const size_t i = (j + size_t(r)) % libs.size();
+          // No other library's threads may still run: Kwker's pool workers spin 50 us after
+          // a parallel call before they block, and two builds of Kwker (dlmopen) have two
+          // pools, so a run right after the other build's two-thread run shared the cores
+          // with its spinning worker (float32 at 1e5 on two threads: 1.76 or 3.5-4 ns/el by
+          // which library ran before). So every run starts after a pause longer than that.
+          std::this_thread::sleep_for(std::chrono::microseconds(300));
+          std::memcpy(work.data(), input.data(), n * sizeof(T));
+          const double t0 = now();
+          const bool ok = libs[i].run(work.data(), n);
+          times[i].push_back((now() - t0) * 1e9 / double(n));
+          if (!ok || (libs[i].sorts && !verified(work.data(), n, want))) {
+            std::fprintf(stderr, "WRONG RESULT: %s on %s\n", libs[i].name.c_str(),
+                         labels[row_of[i]]);
+            ++g_failures;
           }
-        std::printf("| %s |", label);
+        }
+      for (int row = 0; row < 2; ++row) {
+        const int threads = row + 1;
+        if (std::find(row_of.begin(), row_of.end(), row) == row_of.end()) continue;
+        std::printf("| %s |", labels[row]);
         for (size_t i = 0; i < libs.size(); ++i) {
+          if (row_of[i] != row) continue;
           Stat s = stat(times[i]);
           std::printf(" %s %.2f [%.2f-%.2f]", libs[i].name.c_str(), s.median, s.lo, s.hi);
           char rec[400];
