@@ -9,7 +9,7 @@
 // persistent std::thread pool), pdqsort (pdqsort-dev, branchless) and std::sort.
 //
 // Method: for every case (dtype x size x distribution) all libraries, at one thread and at two,
-// run in the same interleaved rounds, in an order rotated each round (so the one- and
+// run in the same interleaved rounds, in an order shuffled each round (so the one- and
 // two-thread rows of a case are timed at the same moments). Before each timed run the input is copied
 // into a pre-faulted buffer (not timed); after it the output is verified: non-decreasing, and
 // a permutation of the input (the same multiset hash, so no reference sort is needed). The table gives medians over the rounds with the spread (min-max), and how much CPU
@@ -273,10 +273,20 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
       if (libs.empty()) continue;
       std::vector<std::vector<double>> times(libs.size());
       // --quick drops 1e8 only: the targets are medians of at least 7 rounds.
-      const int rounds = n > 10000000 ? 3 : opt.rounds;
-      for (int r = 0; r < rounds; ++r)
+      // 1e5 keys sort in 10-400 us, where one preempted run moves a median of 7: three times
+      // the rounds there (they cost little).
+      const int rounds = n > 10000000 ? 3 : n <= 100000 ? 3 * opt.rounds : opt.rounds;
+      // A fresh order every round (seeded, so runs repeat): a rotation keeps each library's
+      // predecessor fixed, and the one after the parallel ips4o always ran on a host just
+      // woken by two busy threads (kwker's one- and two-thread rows of the same code at 1e5
+      // differed by 5-15% by position alone).
+      std::mt19937 order_rng(uint32_t(n * 131 + dist));
+      std::vector<size_t> order(libs.size());
+      for (size_t j = 0; j < order.size(); ++j) order[j] = j;
+      for (int r = 0; r < rounds; ++r) {
+        std::shuffle(order.begin(), order.end(), order_rng);
         for (size_t j = 0; j < libs.size(); ++j) {
-          const size_t i = (j + size_t(r)) % libs.size();
+          const size_t i = order[j];
           // No other library's threads may still run: Kwker's pool workers spin 50 us after
           // a parallel call before they block, and two builds of Kwker (dlmopen) have two
           // pools, so a run right after the other build's two-thread run shared the cores
@@ -293,6 +303,7 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
             ++g_failures;
           }
         }
+      }
       for (int row = 0; row < 2; ++row) {
         const int threads = row + 1;
         if (std::find(row_of.begin(), row_of.end(), row) == row_of.end()) continue;
