@@ -79,20 +79,6 @@ def compare(fn, a, b):
     return statistics.median(ta), statistics.median(tb)
 
 
-def cold_compare(a, repeats):
-    """Median wall seconds of one kwker.sort(a, threads=2) call after a 2 ms pause (the pool's
-    worker blocked), with the call forced onto one thread and onto two, interleaved."""
-    one, two = [], []
-    for _ in range(repeats):
-        for knobs, out in (({"parallel_cold_min": BIG}, one), ({"parallel_cold_min": 0}, two)):
-            with rt.tuning(**knobs):
-                time.sleep(0.002)
-                t0 = time.perf_counter()
-                kwker.sort(a, threads=2)
-                out.append(time.perf_counter() - t0)
-    return statistics.median(one), statistics.median(two)
-
-
 def data(dtype, n, rng):
     dt = np.dtype(dtype)
     if dt.kind == "f":  # both signs: the integer-key path reverses the negative block
@@ -296,26 +282,6 @@ def measure_engine(engine, args, log):
             pts.append((bits, t_packed / t_radix))
         note("radix64_argsort_max_bits", largest_on_balance(pts),
              "packed/radix by key bits (n = 1e6): " + fmt(pts))
-    # A call after a pause, on two threads: the pool's worker is blocked, and waking it costs
-    # 40-150 us on a VM. Wall time of single calls (each after a 2 ms pause, so never a loop of
-    # calls), one thread (knob above n) against two (knob 0); the worst of int32 and int64.
-    if want("parallel_cold_min"):
-        if kwker.get_max_threads() < 2:
-            note("parallel_cold_min", 100_000, "one CPU here: no second thread to wake")
-        else:
-            pts = []
-            for n in ((100_000, 150_000, 200_000, 300_000, 400_000, 500_000, 600_000, 800_000,
-                       1_000_000)
-                      if REPEATS > 1 else (100_000, 200_000)):
-                worst = None
-                for dtype in ("int32", "int64"):
-                    a = data(dtype, n, rng)
-                    t_one, t_two = cold_compare(a, 3 * REPEATS)
-                    worst = t_one / t_two if worst is None else min(worst, t_one / t_two)
-                pts.append((n, worst))
-            start = smallest_winning_tail(pts)
-            note("parallel_cold_min", start if start is not None else BIG,
-                 "one thread/two threads after a pause (wall time): " + fmt(pts))
     # Float keys compared as floats (vq::FOps) vs encoded to integer keys, in the register
     # paths (one network, two networks and a merge), on values of both signs with no NaN or
     # -0.0 (the float path's precondition). The min / max knobs bound the window of sizes

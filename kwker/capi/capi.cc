@@ -3,7 +3,6 @@
 #include <sys/mman.h>
 
 #include <atomic>
-#include <chrono>
 #include <mutex>
 #include <cstring>
 #include <exception>
@@ -103,37 +102,12 @@ CallCtx make_ctx(int threads, int64_t work) {
   return CallCtx{t < 1 ? 1 : t, g_algos.load(), 1};
 }
 
-// When the last call that could use several threads ended (steady clock, ns).
-std::atomic<int64_t> g_short_call_end{0};
-constexpr int64_t kLoopGapNs = 100000;  // twice the pool workers' spin before they block
-
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// Whether a call of `work` elements that may use several threads is short enough to pay for
-// waking a blocked worker (measured, thresholds.md: int32 at 1e5, two threads 339 us after a
-// pause against 214 on one) and so runs on one thread. A call that follows another such call
-// within kLoopGapNs of another (a loop) wakes the pool instead, which then stays warm for the next ones.
-bool short_cold_call(const EngineTable &e, int64_t work, int threads, int64_t start) {
-  int64_t cold_min = tune::override_of(tune::kParallelColdMin);
-  if (cold_min < 0) cold_min = e.tuning_default(tune::kParallelColdMin);
-  if (work >= cold_min || rt::pool_warm(threads)) return false;
-  return start - g_short_call_end.load(std::memory_order_relaxed) > kLoopGapNs;
-}
-
 // Runs one engine call with the selected engine; converts any C++ failure into a status.
 template <class F> int run(const char *fn, int dtype, F &&f, int threads, int64_t work) {
   try {
     int eid = current_engine();
     CallCtx ctx = make_ctx(threads, work);
-    const bool parallel = ctx.threads > 1;  // (>= kParallelMinElements: two clock reads are noise)
-    if (parallel && short_cold_call(engine_table(eid), work, ctx.threads, steady_ns()))
-      ctx.threads = 1;
     int rc = f(engine_table(eid), ctx);
-    if (parallel) g_short_call_end.store(steady_ns(), std::memory_order_relaxed);
     if (rc == KWKER_E_DTYPE)
       return set_error(rc, "%s: dtype %s is not supported by this operation", fn,
                        kDtypeNames[dtype]);

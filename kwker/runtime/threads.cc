@@ -31,7 +31,7 @@ struct Pool {
   std::mutex run_mu;  // one run_parallel at a time; tasks are large, so queueing is cheap
   std::mutex mu;
   std::condition_variable cv_work, cv_done;
-  std::atomic<int> workers{0};  // written under mu
+  int workers = 0;
   std::atomic<uint64_t> generation{0};  // written under mu, read while spinning
   int ntasks = 0, next = 0;
   std::atomic<int> pending{0};
@@ -176,13 +176,6 @@ ExternalRunner set_thread_runner(ExternalRunner runner) {
   return prev;
 }
 
-bool pool_warm(int threads) {
-  if (t_runner || t_in_task) return true;  // another library's threads, or inline anyway
-  const Pool *p = g_pool;
-  return p->workers.load(std::memory_order_relaxed) >= threads - 1 &&
-         p->sleepers.load(std::memory_order_relaxed) == 0;
-}
-
 void run_parallel(int ntasks, void (*fn)(void *, int), void *ctx) {
   if (ntasks <= 1 || t_in_task) {
     for (int i = 0; i < ntasks; ++i) fn(ctx, i);
@@ -192,9 +185,9 @@ void run_parallel(int ntasks, void (*fn)(void *, int), void *ctx) {
   Pool *p = g_pool;
   std::lock_guard<std::mutex> run_lock(p->run_mu);
   std::unique_lock<std::mutex> lk(p->mu);
-  while (p->workers.load() < ntasks - 1) {
+  while (p->workers < ntasks - 1) {
     std::thread(worker_main, p).detach();
-    p->workers.fetch_add(1);
+    ++p->workers;
   }
   p->fn = fn;
   p->ctx = ctx;

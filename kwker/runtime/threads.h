@@ -11,12 +11,6 @@ namespace rt {
 // Calls from several user threads at once are serialised on the pool; a nested call runs inline.
 void run_parallel(int ntasks, void (*fn)(void *ctx, int task), void *ctx);
 
-// Whether threads - 1 pool workers exist and none is blocked: a parallel call would start its
-// tasks within a microsecond. A blocked worker takes 40-150 us to wake on a VM (futex, and the
-// host scheduling the idle vCPU back in), which is more than a second thread saves on a sort of
-// 100,000 keys; the C API then runs short calls on one thread (knob parallel_cold_min).
-bool pool_warm(int threads);
-
 // A runner that executes fn(ctx, i) for i in [0, ntasks) on another library's threads and
 // returns nonzero, or returns 0 to decline (the pool then runs them). Set per calling thread.
 using ExternalRunner = int (*)(int ntasks, void (*fn)(void *ctx, int task), void *ctx);

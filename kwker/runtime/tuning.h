@@ -41,10 +41,6 @@ enum Knob : int {
   kSortFloatMin64,
   kSortFloatMax32,
   kSortFloatMax64,
-  // A call on several threads below this many elements runs on one when the pool's workers
-  // are blocked (runtime/threads.h pool_warm) and no such call ended in the last 100 us (a
-  // loop of calls wakes them once and keeps them warm). 0: never.
-  kParallelColdMin,
   kKnobCount
 };
 

@@ -3,12 +3,10 @@
 // Prints "N passed, N failed" and exits non-zero on any failure.
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "dispatch/reference.h"
@@ -220,65 +218,6 @@ void test_threads_and_modes() {
   }
 }
 
-// The most threads any call used since kwker_reset_counters, from the runtime report.
-int counted_threads() {
-  size_t need = 0;
-  kwker_runtime_info(nullptr, 0, &need);
-  std::string info(need, '\0');
-  kwker_runtime_info(info.data(), info.size(), &need);
-  int most = 0;
-  const std::string key = "\"max_threads\": ";
-  for (size_t at = info.find("\"counters\""); at != std::string::npos;) {
-    at = info.find(key, at);
-    if (at == std::string::npos) break;
-    at += key.size();
-    most = std::max(most, std::atoi(info.c_str() + at));
-  }
-  return most;
-}
-
-// parallel_cold_min at its default: a call of 150,000 keys after a pause runs on one thread
-// (waking the blocked worker costs more than it saves), a loop of them wakes the pool and then
-// runs on two, and with the knob at 0 the call after a pause runs on two. The other parts run
-// with the knob at 0, so their two-thread cases always take the parallel paths.
-void test_cold_pool() {
-  g_where = "cold pool";
-  kwker_set_tuning("parallel_cold_min", -1);
-  kwker_set_max_threads(0);
-  if (kwker_get_max_threads() < 2) {
-    std::printf("cold pool: SKIPPED (this process may use one CPU only)\n");
-    kwker_set_tuning("parallel_cold_min", 0);
-    return;
-  }
-  const int64_t n = 150000;
-  int64_t cold_min = 0;
-  kwker_get_tuning("parallel_cold_min", &cold_min);
-  check(cold_min > n, "every engine's parallel_cold_min is above 150,000 keys");
-  std::vector<int32_t> in(static_cast<size_t>(n)), work(in.size());
-  uint32_t x = 12345;
-  for (auto &v : in) v = int32_t(x = x * 1664525u + 1013904223u);
-  std::vector<int32_t> want = in;
-  std::sort(want.begin(), want.end());
-  auto sort_once = [&] {
-    work = in;
-    check(kwker_sort(KWKER_INT32, work.data(), n, 0, 2) == KWKER_OK && work == want,
-          "sorted (cold pool)");
-  };
-  auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };
-  pause();
-  kwker_reset_counters();
-  sort_once();
-  check(counted_threads() == 1, "after a pause, 150,000 keys on one thread");
-  kwker_reset_counters();
-  for (int i = 0; i < 8; ++i) sort_once();  // back to back: a loop
-  check(counted_threads() == 2, "a loop of calls wakes the pool and runs on two threads");
-  kwker_set_tuning("parallel_cold_min", 0);
-  pause();
-  kwker_reset_counters();
-  sort_once();
-  check(counted_threads() == 2, "with parallel_cold_min 0, two threads after a pause");
-}
-
 }  // namespace
 
 int main() {
@@ -294,16 +233,12 @@ int main() {
     std::printf("%s: %.1f s\n", name,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   };
-  // Two-thread cases take the parallel paths whatever the pool's state (test_cold_pool checks
-  // the default).
-  kwker_set_tuning("parallel_cold_min", 0);
   timed("errors", test_errors);
   timed("matrix", run_matrix);
   timed("threads and modes", test_threads_and_modes);
   timed("short inputs", run_short_tests);
   timed("pairs", run_pairs_tests);
   timed("linear", run_linear_tests);
-  timed("cold pool", test_cold_pool);
   for (const char *e : g_engines) {
     size_t need = 0;
     kwker_self_check(e, nullptr, 0, &need);
