@@ -20,7 +20,6 @@
 #include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -291,8 +290,12 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
           // a parallel call before they block, and two builds of Kwker (dlmopen) have two
           // pools, so a run right after the other build's two-thread run shared the cores
           // with its spinning worker (float32 at 1e5 on two threads: 1.76 or 3.5-4 ns/el by
-          // which library ran before). So every run starts after a pause longer than that.
-          std::this_thread::sleep_for(std::chrono::microseconds(300));
+          // which library ran before). So every run starts after a pause longer than that,
+          // spent busy as a program between two sorts is: a pause asleep would time the
+          // first call after an idle machine instead (on these VMs waking a second thread
+          // then costs up to a millisecond, design.md).
+          for (const double until = now() + 200e-6; now() < until;) {
+          }
           std::memcpy(work.data(), input.data(), n * sizeof(T));
           const double t0 = now();
           const bool ok = libs[i].run(work.data(), n);
