@@ -272,9 +272,12 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
       if (libs.empty()) continue;
       std::vector<std::vector<double>> times(libs.size());
       // --quick drops 1e8 only: the targets are medians of at least 7 rounds.
-      // 1e5 keys sort in 10-400 us, where one preempted run moves a median of 7: three times
-      // the rounds there (they cost little).
-      const int rounds = n > 10000000 ? 3 : n <= 100000 ? 3 * opt.rounds : opt.rounds;
+      // Three times the rounds where a run is short and a median of 7 moves with one preempted
+      // or bandwidth-starved run: 1e5 keys (10-400 us), and the sorted, reversed and all-equal
+      // inputs (one or two memory-bound passes; reversed float64 at 1e7 spread 0.69-1.41
+      // ns/el within 15 rounds of one build). They cost little.
+      const bool cheap = n <= 100000 || dist == kSorted || dist == kReversed || dist == kAllEqual;
+      const int rounds = n > 10000000 ? 3 : cheap ? 3 * opt.rounds : opt.rounds;
       // A fresh order every round (seeded, so runs repeat): a rotation keeps each library's
       // predecessor fixed, and the one after the parallel ips4o always ran on a host just
       // woken by two busy threads (kwker's one- and two-thread rows of the same code at 1e5
