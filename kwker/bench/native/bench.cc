@@ -256,18 +256,14 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
       // never slower than one" compares runs of the same moments, not two blocks seconds
       // apart on a host whose other tenants come and go.
       char labels[2][160];
-      std::vector<Lib> libs;
-      std::vector<int> row_of;  // 0: the one-thread row, 1: the two-thread row
+      std::vector<Lib> libs;  // both rows' libraries; Lib::threads says which row
       for (int threads : {1, 2}) {
         char *label = labels[threads - 1];
         std::snprintf(label, 160, "%s | %s | %zu | %d", dtype, kDistNames[dist], n, threads);
         if (!opt.only.empty() && std::string(label).find(opt.only) == std::string::npos)
           continue;
         const bool slow_ok = !(opt.quick && n >= 10000000) && n <= 10000000;
-        for (Lib &l : libraries<T>(opt.kwker, threads, slow_ok, pool)) {
-          libs.push_back(std::move(l));
-          row_of.push_back(threads - 1);
-        }
+        for (Lib &l : libraries<T>(opt.kwker, threads, slow_ok, pool)) libs.push_back(std::move(l));
       }
       if (libs.empty()) continue;
       std::vector<std::vector<double>> times(libs.size());
@@ -305,17 +301,18 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
           times[i].push_back((now() - t0) * 1e9 / double(n));
           if (!ok || (libs[i].sorts && !verified(work.data(), n, want))) {
             std::fprintf(stderr, "WRONG RESULT: %s on %s\n", libs[i].name.c_str(),
-                         labels[row_of[i]]);
+                         labels[libs[i].threads - 1]);
             ++g_failures;
           }
         }
       }
-      for (int row = 0; row < 2; ++row) {
-        const int threads = row + 1;
-        if (std::find(row_of.begin(), row_of.end(), row) == row_of.end()) continue;
-        std::printf("| %s |", labels[row]);
+      for (int threads : {1, 2}) {
+        if (std::none_of(libs.begin(), libs.end(),
+                         [&](const Lib &l) { return l.threads == threads; }))
+          continue;
+        std::printf("| %s |", labels[threads - 1]);
         for (size_t i = 0; i < libs.size(); ++i) {
-          if (row_of[i] != row) continue;
+          if (libs[i].threads != threads) continue;
           Stat s = stat(times[i]);
           std::printf(" %s %.2f [%.2f-%.2f]", libs[i].name.c_str(), s.median, s.lo, s.hi);
           char rec[400];
