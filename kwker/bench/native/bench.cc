@@ -319,10 +319,17 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
           std::snprintf(rec, sizeof rec,
                         "%s{\"dtype\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"threads\": %d, "
                         "\"lib\": \"%s\", \"ns_median\": %.4f, \"ns_min\": %.4f, "
-                        "\"ns_max\": %.4f, \"rounds\": %zu}",
+                        "\"ns_max\": %.4f, \"rounds\": %zu, \"ns\": [",
                         g_json.empty() ? "" : ",\n", dtype, kDistNames[dist], n, threads,
                         libs[i].name.c_str(), s.median, s.lo, s.hi, times[i].size());
           g_json += rec;
+          // Every round's time in round order: report.py pairs the runs of one round (the
+          // same moments of the host) and takes the median of their ratios.
+          for (size_t r = 0; r < times[i].size(); ++r) {
+            std::snprintf(rec, sizeof rec, "%s%.4f", r ? ", " : "", times[i][r]);
+            g_json += rec;
+          }
+          g_json += "]}";
         }
         std::printf(" |\n");
         std::fflush(stdout);
