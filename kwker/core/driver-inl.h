@@ -103,11 +103,11 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
   for (size_t i = 1; i < probe; ++i)
     if (asc ? c.enc(src[i - 1]) > c.enc(src[i]) : c.enc(src[i - 1]) < c.enc(src[i])) return 0;
   if (copy_to == src) copy_to = nullptr;
-  // Descending keys checked in place are reversed in place next, a pass that saturates memory
-  // on one thread: checking them on one thread too leaves both ends of the array in this core's
-  // cache for it. (Checked on two threads and reversed on one or two, reversed float32 at 1e7
-  // took 0.35-0.48 ns/el against 0.32 on one thread.)
-  const int T = (!asc && !copy_to) ? 1 : pass_parts(ctx, n);
+  // Split over the threads from the linear passes' threshold, descending input too (its check
+  // and reversal were kept on one thread while a woken worker could land on the caller's CPU,
+  // which made two threads 1.5x slower; with the workers placed off that CPU, runtime/threads.cc,
+  // two threads check and reverse 1e7 keys 1.6-1.9x faster than one: design.md).
+  const int T = pass_parts(ctx, n);
   bool ok_part[kMaxBuckets];
   auto check = [&](int t) {
     // Each block's keys are encoded once into a buffer (the comparisons would otherwise encode
@@ -157,12 +157,10 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
   return asc ? 1 : -1;
 }
 
-// dst = src reversed (dst may equal src), on one thread: reading and writing both ends, one
-// thread already runs at the memory's speed, and the two-thread split (each thread taking a
-// block from both ends) ran 1.5x slower here (reversed float32 at 1e7: 0.48 vs 0.32 ns/el).
+// dst = src reversed (dst may equal src), split over the threads for large inputs: each thread
+// takes a range of pairs, a block from both ends.
 template <class T> void reverse_copy(CallCtx &ctx, const T *src, T *dst, size_t n) {
-  (void)ctx;
-  const int parts = 1;
+  const int parts = pass_parts(ctx, n);
   const size_t half = n / 2;
   auto task = [&](int t) {
     for (size_t i = chunk_begin(half, parts, t), e = chunk_begin(half, parts, t + 1); i < e; ++i) {

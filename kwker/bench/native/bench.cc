@@ -10,10 +10,10 @@
 //
 // Method: for every case (dtype x size x distribution) all libraries, at one thread and at two,
 // run in the same interleaved rounds, in an order shuffled each round (so the one- and
-// two-thread rows of a case are timed at the same moments). Before each timed run the input is copied
-// into a pre-faulted buffer (not timed); after it the output is verified: non-decreasing, and
-// a permutation of the input (the same multiset hash, so no reference sort is needed). The table gives medians over the rounds with the spread (min-max), and how much CPU
-// other processes used while the benchmark ran.
+// two-thread rows of a case are timed at the same moments). Before each timed run the input is
+// copied into a pre-faulted buffer (not timed); after it the output is verified: bit for bit
+// the input as ips4o sorted it once, outside the timing. The table gives medians over the rounds
+// with the spread (min-max), and how much CPU other processes used while the benchmark ran.
 #include <dlfcn.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -88,7 +88,10 @@ template <class T> T from_u64(uint64_t r) {
   else return T(r);
 }
 
-template <class T> std::vector<T> make_input(int dist, size_t n, uint64_t seed) {
+// The sorted families are sorted by ips4o on the benchmark's 2-thread pool: std::sort spent
+// 20 of a quick run's 300 s making them (not timed, but waited for).
+template <class T>
+std::vector<T> make_input(int dist, size_t n, uint64_t seed, ips4o::StdThreadPool &pool) {
   std::mt19937_64 g(seed);
   std::vector<T> a(n);
   switch (dist) {
@@ -107,8 +110,9 @@ template <class T> std::vector<T> make_input(int dist, size_t n, uint64_t seed) 
     default:
       for (size_t i = 0; i < n; ++i) a[i] = from_u64<T>(g());
   }
-  if (dist == kSorted || dist == kSortedSwaps || dist == kOrganPipe) std::sort(a.begin(), a.end());
-  if (dist == kReversed) std::sort(a.begin(), a.end(), std::greater<T>());
+  if (dist == kSorted || dist == kSortedSwaps || dist == kOrganPipe)
+    ips4o::parallel::sort(a.begin(), a.end(), std::less<T>(), pool);
+  if (dist == kReversed) ips4o::parallel::sort(a.begin(), a.end(), std::greater<T>(), pool);
   if (dist == kOrganPipe) {  // ascending then descending
     std::vector<T> b(n);
     for (size_t i = 0; i < n; ++i) b[i % 2 ? n - 1 - i / 2 : i / 2] = a[i];
@@ -184,25 +188,12 @@ std::vector<Lib> libraries(const std::vector<KwkerLib> &kw, int threads, bool sl
   return libs;
 }
 
-// Order-independent hash of a multiset of keys: equal for any permutation, different (with
-// overwhelming probability) when a key is lost, duplicated or changed.
-template <class T> uint64_t multiset_hash(const T *a, size_t n) {
-  uint64_t h = 0;
-  for (size_t i = 0; i < n; ++i) {
-    uint64_t z = 0;
-    std::memcpy(&z, &a[i], sizeof(T));
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    h += z ^ (z >> 31);
-  }
-  return h;
-}
-
-template <class T> bool verified(const T *a, size_t n, uint64_t want_hash) {
-  for (size_t i = 1; i < n; ++i)
-    if (a[i] < a[i - 1]) return false;
-  return multiset_hash(a, n) == want_hash;
+// An output is right when it equals, bit for bit, the input sorted once by ips4o outside the
+// timed region (the inputs hold no NaN and no -0.0, so equal keys have equal bits). memcmp
+// runs at memory speed: the multiset hash and ordered-pairs check it replaced spent 82 of a
+// quick run's 290 s.
+template <class T> bool verified(const T *a, const std::vector<T> &want) {
+  return std::memcmp(a, want.data(), want.size() * sizeof(T)) == 0;
 }
 
 struct Stat {
@@ -239,6 +230,10 @@ struct Options {
 
 int g_failures = 0;
 std::string g_json;  // one object per (case, library), for report.py
+// Where the wall time goes (seconds): making inputs, copying them in, the busy pauses, the timed
+// runs, verifying outputs. Printed at the end, so a slow run says what made it slow.
+double g_spent_input = 0, g_spent_copy = 0, g_spent_pause = 0, g_spent_timed = 0,
+       g_spent_verify = 0;
 
 template <class T>
 void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool) {
@@ -250,8 +245,7 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
     for (int dist = 0; dist < kNumDists; ++dist) {
       // 1e8 only for the random inputs: each run there takes about a second.
       if (n > 10000000 && dist != kUniform && dist != kDup10) continue;
-      const std::vector<T> input = make_input<T>(dist, n, 42 + n + dist);
-      const uint64_t want = multiset_hash(input.data(), n);
+
       // Both thread counts' libraries run in the same interleaved rounds, so "two threads
       // never slower than one" compares runs of the same moments, not two blocks seconds
       // apart on a host whose other tenants come and go.
@@ -265,15 +259,24 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
         const bool slow_ok = !(opt.quick && n >= 10000000) && n <= 10000000;
         for (Lib &l : libraries<T>(opt.kwker, threads, slow_ok, pool)) libs.push_back(std::move(l));
       }
-      if (libs.empty()) continue;
+      if (libs.empty()) continue;  // --only left none: no input to make
+      const double t_in = now();
+      const std::vector<T> input = make_input<T>(dist, n, 42 + n + dist, pool);
+      std::vector<T> want = input;
+      ips4o::parallel::sort(want.begin(), want.end(), std::less<T>(), pool);
+      g_spent_input += now() - t_in;
       std::vector<std::vector<double>> times(libs.size());
       // --quick drops 1e8 only: the targets are medians of at least 7 rounds.
-      // Three times the rounds where a run is short and a median of 7 moves with one preempted
-      // or bandwidth-starved run: 1e5 keys (10-400 us), and the sorted, reversed and all-equal
-      // inputs (one or two memory-bound passes; reversed float64 at 1e7 spread 0.69-1.41
-      // ns/el within 15 rounds of one build). They cost little.
-      const bool cheap = n <= 100000 || dist == kSorted || dist == kReversed || dist == kAllEqual;
-      const int rounds = n > 10000000 ? 3 : cheap ? 3 * opt.rounds : opt.rounds;
+      // More rounds where a run is short and a median of 7 moves with one preempted or
+      // bandwidth-starved run: ten times at 1e5 keys (10-400 us a run, where the one- and
+      // two-thread runs of the same code still differed by 5-8% in 21 rounds), three times for
+      // the sorted, reversed and all-equal inputs (one or two memory-bound passes; reversed
+      // float64 at 1e7 spread 0.69-1.41 ns/el within 15 rounds of one build). They cost little.
+      const bool cheap = dist == kSorted || dist == kReversed || dist == kAllEqual;
+      const int rounds = n > 10000000   ? 3
+                         : n <= 100000 ? 10 * opt.rounds
+                         : cheap       ? 3 * opt.rounds
+                                       : opt.rounds;
       // A fresh order every round (seeded, so runs repeat): a rotation keeps each library's
       // predecessor fixed, and the one after the parallel ips4o always ran on a host just
       // woken by two busy threads (kwker's one- and two-thread rows of the same code at 1e5
@@ -293,13 +296,21 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
           // spent busy as a program between two sorts is: a pause asleep would time the
           // first call after an idle machine instead (on these VMs waking a second thread
           // then costs up to a millisecond, design.md).
-          for (const double until = now() + 200e-6; now() < until;) {
+          const double t_pause = now();
+          for (const double until = t_pause + 200e-6; now() < until;) {
           }
+          const double t_copy = now();
           std::memcpy(work.data(), input.data(), n * sizeof(T));
           const double t0 = now();
           const bool ok = libs[i].run(work.data(), n);
-          times[i].push_back((now() - t0) * 1e9 / double(n));
-          if (!ok || (libs[i].sorts && !verified(work.data(), n, want))) {
+          const double t1 = now();
+          times[i].push_back((t1 - t0) * 1e9 / double(n));
+          const bool good = ok && (!libs[i].sorts || verified(work.data(), want));
+          g_spent_pause += t_copy - t_pause;
+          g_spent_copy += t0 - t_copy;
+          g_spent_timed += t1 - t0;
+          g_spent_verify += now() - t1;
+          if (!good) {
             std::fprintf(stderr, "WRONG RESULT: %s on %s\n", libs[i].name.c_str(),
                          labels[libs[i].threads - 1]);
             ++g_failures;
@@ -381,6 +392,9 @@ int main(int argc, char **argv) {
               "CPUs); %d wrong results\n", wall, others > 0 ? others : 0.0,
               100.0 * (others > 0 ? others : 0.0) / (wall * std::thread::hardware_concurrency()),
               std::thread::hardware_concurrency(), g_failures);
+  std::printf("time spent: timed runs %.1f s, inputs %.1f s, copies %.1f s, pauses %.1f s, "
+              "verification %.1f s\n", g_spent_timed, g_spent_input, g_spent_copy,
+              g_spent_pause, g_spent_verify);
   if (!opt.json.empty()) {
     FILE *f = std::fopen(opt.json.c_str(), "w");
     if (!f) {

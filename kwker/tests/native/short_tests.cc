@@ -505,10 +505,12 @@ void test_nan_stops() {
 // float sort checks for first: NaNs then sit only at the end (positive ones, payloads ascending)
 // and at the end of the negative block (negative ones), where two reads must find them; the
 // descending variant is reversed by the check and must come back in input order for the NaN
-// gathering. Without NaNs, the same inputs take the fast path. Every engine, 1 and 2 threads.
+// gathering. Without NaNs, the same inputs take the fast path. Every engine, 1 and 2 threads;
+// 2,200,001 keys: above the linear passes' thread threshold, the check and both reversals split
+// over two threads (an odd count leaves a middle key).
 void test_int_presorted_floats() {
   for (int dtype : {KWKER_FLOAT32, KWKER_FLOAT64})
-    for (int64_t n : {3000, 150001})
+    for (int64_t n : {3000, 150001, 2200001})
       for (int nans = 0; nans < 4; ++nans)  // none, positive, negative, both
         for (int desc = 0; desc < 2; ++desc) {
           const int w = dtype_size(dtype);
