@@ -77,7 +77,9 @@ std::string build() {
        ", \"budget\": " + std::to_string(rt::thread_budget()) +
        ", \"hardware\": " + std::to_string(rt::hardware_threads()) +
        ", \"affinity\": " + std::to_string(rt::affinity_threads()) +
-       ", \"cgroup_limit\": " + (cg > 0 ? std::string(cgbuf) : "null") + "}";
+       ", \"cgroup_limit\": " + (cg > 0 ? std::string(cgbuf) : "null") +
+       ", \"pool_workers\": " + std::to_string(rt::pool_workers()) +
+       ", \"placed_wakes\": " + std::to_string(rt::placed_wakes()) + "}";
   j += ", \"scratch\": {\"cache_limit_bytes\": " + std::to_string(rt::scratch_cache_limit()) +
        ", \"cached_bytes\": " + std::to_string(rt::scratch_cached_bytes()) +
        ", \"limit_bytes\": " + std::to_string(rt::scratch_limit()) +

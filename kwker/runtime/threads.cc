@@ -27,14 +27,20 @@ namespace {
 // idle pool costs nothing once the spin ends.
 constexpr int64_t kSpinNs = 50000;
 
-// Placement: the workers may run anywhere the caller may, except on the caller's own CPU. On a
-// small VM whose other vCPUs are halted, the kernel wakes a blocked worker onto the waking
-// thread's CPU (the others look preempted to it), where it cannot start until the caller
-// blocks: after the caller slept 2 ms, 86 of 100 wakes landed there and the worker started
-// 152 us late, against 52 us elsewhere with the caller's CPU excluded (2-vCPU KVM guest, a
-// worker and a caller each running 100 us). The masks are set only when the caller's CPU or
-// affinity differs from the last call's (sched_getcpu is a vDSO call; a cold call also re-reads
-// the caller's affinity), so back-to-back calls from one thread make no system call.
+// Placement of a woken worker: on a small VM whose other vCPUs are halted, the kernel wakes a
+// blocked worker onto the waking thread's CPU (the others look preempted to it), where it cannot
+// start until the caller blocks: after the caller slept 2 ms, 86 of 100 wakes landed there and
+// the worker started 152 us late, against 52 us elsewhere with the caller's CPU excluded (2-vCPU
+// KVM guest, a worker and a caller each running 100 us). So a call that finds workers blocked
+// first narrows every worker's mask to the caller's without the caller's CPU, and a worker woken
+// from its block widens its own mask back to the caller's before it takes a task: pinned for
+// good, a worker could not leave a CPU the scheduler later put the caller on (rows of 2-8
+// float32 on two threads ran 8-14% slower in python -m kwker bench). Only after the pool sat
+// idle kNarrowIdleNs: the misplaced wakes followed idle spells of a millisecond or more (after
+// 200 us asleep, 0 of 100 wakes landed on the caller's CPU), and narrowing at every cold call
+// of a loop of row sorts (gaps of 50-200 us) still cost those rows 3-20%. Warm hand-offs make
+// no system call.
+constexpr int64_t kNarrowIdleNs = 500000;
 
 struct Pool {
   std::mutex run_mu;  // one run_parallel at a time; tasks are large, so queueing is cheap
@@ -46,8 +52,10 @@ struct Pool {
   std::atomic<int> pending{0};
   std::atomic<int> sleepers{0};  // workers blocked (or about to block) on cv_work
   std::vector<pthread_t> threads;  // the workers, for their CPU masks
-  int placed_away_from = -1;       // the caller CPU the masks exclude; -1: not placed
-  cpu_set_t placed_mask;           // the mask the workers were given
+  uint64_t narrowings = 0;         // calls that narrowed the workers' masks (under mu)
+  cpu_set_t wide_mask;             // the caller's mask then, which a woken worker takes back
+  std::atomic<int64_t> placed_wakes{0};
+  int64_t last_end_ns = 0;  // when the last run_parallel finished (under run_mu)
   void (*fn)(void *, int) = nullptr;
   void *ctx = nullptr;
 };
@@ -96,7 +104,7 @@ void drain(Pool *p, std::unique_lock<std::mutex> &lk) {
 }
 
 void worker_main(Pool *p) {
-  uint64_t seen;
+  uint64_t seen, widened = 0;  // widened: the narrowing this worker last undid
   {
     std::lock_guard<std::mutex> lk(p->mu);
     seen = p->generation.load();
@@ -108,27 +116,35 @@ void worker_main(Pool *p) {
       p->sleepers.fetch_add(1);
       p->cv_work.wait(lk, [&] { return p->generation.load() != seen; });
       p->sleepers.fetch_sub(1);
+      if (widened != p->narrowings) {  // woken off the caller's CPU: free to move again
+        widened = p->narrowings;
+        const cpu_set_t wide = p->wide_mask;
+        lk.unlock();
+        sched_setaffinity(0, sizeof(wide), &wide);
+        lk.lock();
+      }
     }
     seen = p->generation.load();
     drain(p, lk);
   }
 }
 
-// Gives every worker the caller's affinity mask without the caller's CPU (see Placement).
-// Under run_mu and mu. Failures (a CPU set the kernel refuses) leave the masks as they were.
-void place_workers(Pool *p, bool cold) {
+// Narrows every worker's mask to the caller's without the caller's CPU (see Placement). Under
+// run_mu and mu, on calls that found a worker blocked. Failures (a CPU set the kernel refuses)
+// leave the masks as they were.
+void narrow_workers(Pool *p) {
   const int cpu = sched_getcpu();
   if (cpu < 0 || cpu >= CPU_SETSIZE) return;
-  if (cpu == p->placed_away_from && !cold) return;
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return;
-  CPU_CLR(cpu, &mask);
-  if (CPU_COUNT(&mask) == 0) return;  // the caller may use one CPU only: nowhere else to go
-  if (cpu == p->placed_away_from && CPU_EQUAL(&mask, &p->placed_mask)) return;
-  for (pthread_t t : p->threads) pthread_setaffinity_np(t, sizeof(mask), &mask);
-  p->placed_away_from = cpu;
-  p->placed_mask = mask;
+  cpu_set_t wide, narrow;
+  CPU_ZERO(&wide);
+  if (sched_getaffinity(0, sizeof(wide), &wide) != 0) return;
+  narrow = wide;
+  CPU_CLR(cpu, &narrow);
+  if (CPU_COUNT(&narrow) == 0) return;  // the caller may use one CPU only: nowhere else to go
+  for (pthread_t t : p->threads) pthread_setaffinity_np(t, sizeof(narrow), &narrow);
+  ++p->narrowings;
+  p->wide_mask = wide;
+  p->placed_wakes.fetch_add(1, std::memory_order_relaxed);
 }
 
 void reset_after_fork() { g_pool = new Pool(); }
@@ -181,6 +197,11 @@ double cgroup_cpu_limit() {
 }
 
 int user_max_threads() { return g_user_max.load(); }
+int pool_workers() {
+  std::lock_guard<std::mutex> lk(g_pool->mu);
+  return g_pool->workers;
+}
+int64_t placed_wakes() { return g_pool->placed_wakes.load(std::memory_order_relaxed); }
 void set_user_max_threads(int n) { g_user_max.store(n < 0 ? 0 : n); }
 
 int thread_budget() {
@@ -214,17 +235,14 @@ void run_parallel(int ntasks, void (*fn)(void *, int), void *ctx) {
   Pool *p = g_pool;
   std::lock_guard<std::mutex> run_lock(p->run_mu);
   std::unique_lock<std::mutex> lk(p->mu);
-  bool cold = p->sleepers.load() > 0;
   while (p->workers < ntasks - 1) {
     std::thread t(worker_main, p);
     pthread_setname_np(t.native_handle(), "kwker-worker");  // what top -H and /proc show
     p->threads.push_back(t.native_handle());
     t.detach();
     ++p->workers;
-    p->placed_away_from = -1;  // the new worker has the caller's full mask
-    cold = true;
   }
-  place_workers(p, cold);
+  if (p->sleepers.load() > 0 && now_ns() - p->last_end_ns >= kNarrowIdleNs) narrow_workers(p);
   p->fn = fn;
   p->ctx = ctx;
   p->ntasks = ntasks;
@@ -239,6 +257,7 @@ void run_parallel(int ntasks, void (*fn)(void *, int), void *ctx) {
     lk.lock();
     p->cv_done.wait(lk, [&] { return p->pending.load() == 0; });
   }
+  p->last_end_ns = now_ns();
 }
 
 }  // namespace rt

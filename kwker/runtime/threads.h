@@ -24,6 +24,11 @@ double cgroup_cpu_limit();  // <= 0 when no limit is set
 int user_max_threads();      // 0 when unset
 void set_user_max_threads(int n);
 
+// The pool, for runtime_info: workers started, and calls that found them blocked and placed
+// them off the calling thread's CPU before waking them (threads.cc, Placement).
+int pool_workers();
+int64_t placed_wakes();
+
 }  // namespace rt
 }  // namespace kwker
 #endif

@@ -184,7 +184,8 @@ def render_text(report):
               + f" (available: {', '.join(algo.get('available', []))})")
         th = rt.get("threads", {})
         out.append("Threads")
-        for key in ("max_threads", "budget", "hardware", "affinity", "cgroup_limit"):
+        for key in ("max_threads", "budget", "hardware", "affinity", "cgroup_limit",
+                    "pool_workers", "placed_wakes"):
             _line(out, key, th.get(key))
         sc = rt.get("scratch", {})
         out.append("Scratch")

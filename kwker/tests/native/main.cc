@@ -178,7 +178,8 @@ void run_matrix() {
       for (int dist = 0; dist < ref::kNumDists; ++dist)
         for (unsigned flags = 0; flags < 4; ++flags) test_1d(dtype, dist, n, flags, 0);
     // Sizes across the counting, parallel and network thresholds (130,000: above the parallel
-    // sort threshold of 100,000 and the 16-bit counting argsort threshold of 65,537).
+    // sort threshold of 100,000 for 8-byte keys and the 16-bit counting argsort threshold of
+    // 65,537; 250,000 below: above 4-byte keys' 200,000).
     for (int64_t n : {1000, 4099, 20001, 60001, 130000})
       for (int dist : {int(ref::kUniform), int(ref::kFewDistinct), int(ref::kNanHeavy),
                        int(ref::kSorted), int(ref::kReversed)})
@@ -215,6 +216,9 @@ void test_threads_and_modes() {
     test_1d(dtype, ref::kNanHeavy, 120000, 0, 2);
     test_rows_topk(dtype, 2);
     kwker_set_scratch_limit(-1);
+    // Above the 4-byte keys' thread threshold (200,000, core/driver-inl.h): the parallel NaN
+    // paths with scratch.
+    test_1d(dtype, ref::kNanHeavy, 250000, 0, 2);
   }
 }
 

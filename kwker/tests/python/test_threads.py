@@ -133,31 +133,37 @@ def test_one_large_segment_gets_the_calls_threads(indices):
 
 
 PLACEMENT = r"""
-import json, os
+import json, os, time
 import numpy as np
 import kwker
 
 allowed = sorted(os.sched_getaffinity(0))[:2]
 os.sched_setaffinity(0, allowed)
 a = np.random.default_rng(1).standard_normal(2_000_000)
-kwker.sort(a, threads=2)
+kwker.sort(a, threads=2)  # starts the worker
+time.sleep(0.05)          # it spins 50 us, then blocks
+kwker.sort(a, threads=2)  # finds it blocked: places it, wakes it
+time.sleep(0.05)
 workers = []
 for tid in os.listdir("/proc/self/task"):
     with open(f"/proc/self/task/{tid}/comm") as f:
         if f.read().strip() == "kwker-worker":
             workers.append(sorted(os.sched_getaffinity(int(tid))))
-print(json.dumps({"allowed": allowed, "workers": workers}))
+print(json.dumps({"allowed": allowed, "workers": workers,
+                  "threads": kwker.runtime_info()["threads"]}))
 """
 
 
 @pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
-def test_pool_workers_are_placed_off_the_callers_cpu():
-    # On a small VM a worker woken from sleep otherwise lands on the caller's CPU and waits
-    # for the caller to block (design.md): its mask is the caller's without the caller's CPU.
+def test_blocked_workers_are_woken_off_the_callers_cpu():
+    # On a small VM a worker woken from its block otherwise lands on the caller's CPU and waits
+    # for the caller to block (design.md): the call narrows its mask before the wake, and the
+    # woken worker widens it back, so it is never left pinned.
     import json
     import subprocess
 
     out = json.loads(subprocess.run([sys.executable, "-c", PLACEMENT], capture_output=True,
                                     text=True, check=True).stdout)
-    assert len(out["workers"]) == 1, out  # two threads: the caller and one worker
-    assert len(out["workers"][0]) == 1 and out["workers"][0][0] in out["allowed"], out
+    assert out["threads"]["pool_workers"] == 1, out  # two threads: the caller and one worker
+    assert out["threads"]["placed_wakes"] >= 1, out
+    assert out["workers"] == [out["allowed"]], out
