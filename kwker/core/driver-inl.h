@@ -229,17 +229,17 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   if (!want_parallel_keys<K>(ctx, n)) kctx.threads = 1;
   if (sizeof(K) >= 4 && want_partition_sort(kctx, n, dst != src)) {
     auto get = [c, src](size_t i) { return c.enc(src[i]); };
+    bool done = true;
     if (dst != src) {
       auto bucket = [&](K *p, size_t, size_t len) {
         if (c.identity()) seq_sort_keys(p, len);
         else seq_sort_keys(p, len, DecodeInPlace<Codec>{c});
       };
       sample_partition_sort<K>(kctx, n, get, reinterpret_cast<K *>(dst), KeySorter(), bucket);
-      ctx.used_threads = kctx.used_threads > ctx.used_threads ? kctx.used_threads : ctx.used_threads;
-      return;
+    } else {
+      done = sort_via_scratch(kctx, c, src, dst, n);
     }
-    const bool done = sort_via_scratch(kctx, c, src, dst, n);
-    ctx.used_threads = kctx.used_threads > ctx.used_threads ? kctx.used_threads : ctx.used_threads;
+    ctx.used_threads = kctx.used_threads;  // kctx began as a copy: its count only grew
     if (done) return;
   }
   if constexpr (sizeof(K) <= 2) {

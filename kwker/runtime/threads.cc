@@ -46,15 +46,14 @@ struct Pool {
   std::mutex run_mu;  // one run_parallel at a time; tasks are large, so queueing is cheap
   std::mutex mu;
   std::condition_variable cv_work, cv_done;
-  int workers = 0;
   std::atomic<uint64_t> generation{0};  // written under mu, read while spinning
   int ntasks = 0, next = 0;
   std::atomic<int> pending{0};
   std::atomic<int> sleepers{0};  // workers blocked (or about to block) on cv_work
-  std::vector<pthread_t> threads;  // the workers, for their CPU masks
-  uint64_t narrowings = 0;         // calls that narrowed the workers' masks (under mu)
-  cpu_set_t wide_mask;             // the caller's mask then, which a woken worker takes back
-  std::atomic<int64_t> placed_wakes{0};
+  std::vector<pthread_t> threads;  // the workers (written under mu)
+  // Calls that narrowed the workers' masks (written under mu; read without it by runtime_info).
+  std::atomic<int64_t> narrowings{0};
+  cpu_set_t wide_mask;  // the caller's mask then, which a woken worker takes back
   int64_t last_end_ns = 0;  // when the last run_parallel finished (under run_mu)
   void (*fn)(void *, int) = nullptr;
   void *ctx = nullptr;
@@ -104,7 +103,8 @@ void drain(Pool *p, std::unique_lock<std::mutex> &lk) {
 }
 
 void worker_main(Pool *p) {
-  uint64_t seen, widened = 0;  // widened: the narrowing this worker last undid
+  uint64_t seen;
+  int64_t widened = 0;  // the narrowing this worker last undid
   {
     std::lock_guard<std::mutex> lk(p->mu);
     seen = p->generation.load();
@@ -116,8 +116,8 @@ void worker_main(Pool *p) {
       p->sleepers.fetch_add(1);
       p->cv_work.wait(lk, [&] { return p->generation.load() != seen; });
       p->sleepers.fetch_sub(1);
-      if (widened != p->narrowings) {  // woken off the caller's CPU: free to move again
-        widened = p->narrowings;
+      if (widened != p->narrowings.load()) {  // woken off the caller's CPU: free to move again
+        widened = p->narrowings.load();
         const cpu_set_t wide = p->wide_mask;
         lk.unlock();
         sched_setaffinity(0, sizeof(wide), &wide);
@@ -142,9 +142,8 @@ void narrow_workers(Pool *p) {
   CPU_CLR(cpu, &narrow);
   if (CPU_COUNT(&narrow) == 0) return;  // the caller may use one CPU only: nowhere else to go
   for (pthread_t t : p->threads) pthread_setaffinity_np(t, sizeof(narrow), &narrow);
-  ++p->narrowings;
   p->wide_mask = wide;
-  p->placed_wakes.fetch_add(1, std::memory_order_relaxed);
+  p->narrowings.fetch_add(1);
 }
 
 void reset_after_fork() { g_pool = new Pool(); }
@@ -199,9 +198,9 @@ double cgroup_cpu_limit() {
 int user_max_threads() { return g_user_max.load(); }
 int pool_workers() {
   std::lock_guard<std::mutex> lk(g_pool->mu);
-  return g_pool->workers;
+  return int(g_pool->threads.size());
 }
-int64_t placed_wakes() { return g_pool->placed_wakes.load(std::memory_order_relaxed); }
+int64_t placed_wakes() { return g_pool->narrowings.load(std::memory_order_relaxed); }
 void set_user_max_threads(int n) { g_user_max.store(n < 0 ? 0 : n); }
 
 int thread_budget() {
@@ -235,12 +234,11 @@ void run_parallel(int ntasks, void (*fn)(void *, int), void *ctx) {
   Pool *p = g_pool;
   std::lock_guard<std::mutex> run_lock(p->run_mu);
   std::unique_lock<std::mutex> lk(p->mu);
-  while (p->workers < ntasks - 1) {
+  while (int(p->threads.size()) < ntasks - 1) {
     std::thread t(worker_main, p);
     pthread_setname_np(t.native_handle(), "kwker-worker");  // what top -H and /proc show
     p->threads.push_back(t.native_handle());
     t.detach();
-    ++p->workers;
   }
   if (p->sleepers.load() > 0 && now_ns() - p->last_end_ns >= kNarrowIdleNs) narrow_workers(p);
   p->fn = fn;
