@@ -9,8 +9,8 @@
 // persistent std::thread pool), pdqsort (pdqsort-dev, branchless) and std::sort.
 //
 // Method: for every case (dtype x size x distribution) all libraries, at one thread and at two,
-// run in the same interleaved rounds, in an order shuffled each round (so the one- and
-// two-thread rows of a case are timed at the same moments). Before each timed run the input is
+// run in the same interleaved rounds (so the one- and two-thread rows of a case are timed at the
+// same moments), in balanced groups of shuffled orders. Before each timed run the input is
 // copied into a pre-faulted buffer (not timed); after it the output is verified: bit for bit
 // the input as ips4o sorted it once, outside the timing. The table gives medians over the rounds
 // with the spread (min-max), and how much CPU other processes used while the benchmark ran.
@@ -266,26 +266,62 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
       ips4o::parallel::sort(want.begin(), want.end(), std::less<T>(), pool);
       g_spent_input += now() - t_in;
       std::vector<std::vector<double>> times(libs.size());
+      // Rounds come in balanced groups. A run is faster when the run before it was the same
+      // code (kwker's other thread count: sorted float32 at 1e5 took 0.085 ns/el after it and
+      // 0.10 after any other library, its branch and instruction caches still warm), so a
+      // shuffle that by chance put kwker's one-thread run after its two-thread run more often
+      // than the reverse made the same code at both counts differ by 3-7%, and with one seed
+      // for all four dtypes, on the same input in all four. Each group runs one shuffled order
+      // and its images under the swaps that the targets compare: a kwker build's one- and
+      // two-thread runs (thread_mate), and the first two kwker builds at the same thread count
+      // (build_mate). Over a group both runs of each compared pair have the same predecessors.
+      std::vector<size_t> thread_mate(libs.size()), build_mate(libs.size());
+      for (size_t i = 0; i < libs.size(); ++i) {
+        thread_mate[i] = build_mate[i] = i;
+        const bool is_kwker = std::any_of(opt.kwker.begin(), opt.kwker.end(),
+                                          [&](const KwkerLib &k) { return k.label == libs[i].name; });
+        if (!is_kwker) continue;
+        for (size_t j = 0; j < libs.size(); ++j) {
+          if (libs[j].name == libs[i].name && libs[j].threads != libs[i].threads)
+            thread_mate[i] = j;
+          if (opt.kwker.size() >= 2 && libs[j].threads == libs[i].threads &&
+              ((libs[i].name == opt.kwker[0].label && libs[j].name == opt.kwker[1].label) ||
+               (libs[i].name == opt.kwker[1].label && libs[j].name == opt.kwker[0].label)))
+            build_mate[i] = j;
+        }
+      }
+      bool two_builds = false;
+      for (size_t i = 0; i < libs.size(); ++i) two_builds |= build_mate[i] != i;
+      const int group = two_builds ? 4 : 2;
       // --quick drops 1e8 only: the targets are medians of at least 7 rounds.
       // More rounds where a run is short and a median of 7 moves with one preempted or
       // bandwidth-starved run: ten times at 1e5 keys (10-400 us a run, where the one- and
       // two-thread runs of the same code still differed by 5-8% in 21 rounds), three times for
       // the sorted, reversed and all-equal inputs (one or two memory-bound passes; reversed
       // float64 at 1e7 spread 0.69-1.41 ns/el within 15 rounds of one build). They cost little.
+      // Rounded up to whole groups.
       const bool cheap = dist == kSorted || dist == kReversed || dist == kAllEqual;
-      const int rounds = n > 10000000   ? 3
+      const int wanted = n > 10000000   ? 3
                          : n <= 100000 ? 10 * opt.rounds
                          : cheap       ? 3 * opt.rounds
                                        : opt.rounds;
-      // A fresh order every round (seeded, so runs repeat): a rotation keeps each library's
-      // predecessor fixed, and the one after the parallel ips4o always ran on a host just
-      // woken by two busy threads (kwker's one- and two-thread rows of the same code at 1e5
-      // differed by 5-15% by position alone).
-      std::mt19937 order_rng(uint32_t(n * 131 + dist));
-      std::vector<size_t> order(libs.size());
-      for (size_t j = 0; j < order.size(); ++j) order[j] = j;
+      const int rounds = (wanted + group - 1) / group * group;
+      // A fresh order every group (seeded by the case, dtype included, so runs repeat): a
+      // rotation keeps each library's predecessor fixed, and the one after the parallel ips4o
+      // always ran on a host just woken by two busy threads (kwker's one- and two-thread rows
+      // of the same code at 1e5 differed by 5-15% by position alone).
+      std::mt19937 order_rng(uint32_t(n * 131 + dist * 17 + sizeof(T) * 7 +
+                                      std::is_floating_point<T>::value));
+      std::vector<size_t> base(libs.size()), order(libs.size());
+      for (size_t j = 0; j < base.size(); ++j) base[j] = j;
       for (int r = 0; r < rounds; ++r) {
-        std::shuffle(order.begin(), order.end(), order_rng);
+        if (r % group == 0) std::shuffle(base.begin(), base.end(), order_rng);
+        for (size_t j = 0; j < base.size(); ++j) {
+          size_t i = base[j];
+          if (r % 2) i = thread_mate[i];
+          if (r % 4 >= 2) i = build_mate[i];
+          order[j] = i;
+        }
         for (size_t j = 0; j < libs.size(); ++j) {
           const size_t i = order[j];
           // No other library's threads may still run: Kwker's pool workers spin 50 us after
@@ -294,8 +330,8 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
           // with its spinning worker (float32 at 1e5 on two threads: 1.76 or 3.5-4 ns/el by
           // which library ran before). So every run starts after a pause longer than that,
           // spent busy as a program between two sorts is: a pause asleep would time the
-          // first call after an idle machine instead (on these VMs waking a second thread
-          // then costs up to a millisecond, design.md).
+          // first call after an idle machine instead (before Kwker placed its woken workers
+          // off the caller's CPU, that cost up to a millisecond on these VMs: design.md).
           const double t_pause = now();
           for (const double until = t_pause + 200e-6; now() < until;) {
           }
@@ -375,7 +411,7 @@ int main(int argc, char **argv) {
   cpu_totals(all0, own0);
   const double wall0 = now();
   std::printf("# Native sort benchmark: ns per element, median [min-max] of %d interleaved "
-              "rounds (3 at 1e8)\n\n", opt.rounds);
+              "rounds or more (whole groups; 4 at 1e8)\n\n", opt.rounds);
   for (const KwkerLib &k : opt.kwker)
     std::printf("- %s: libkwker %s, engine %s\n", k.label.c_str(), k.version(), k.get_isa());
   std::printf("- vqsort: Highway %s (Debian), ips4o and pdqsort (Debian), std::sort "
