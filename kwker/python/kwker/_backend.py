@@ -49,8 +49,13 @@ def _load(which):
 
 def use(which):
     """Make `which` ("fast" or "ctypes") the active backend for every kwker call."""
+    return activate(which, _load(which))
+
+
+def activate(which, backend):
+    """Make `backend` (of kind `which`) the active one. `python -m kwker bench --before`
+    switches between ctypes backends over two libraries with it."""
     global name, impl, sort_last, argsort_last
-    backend = _load(which)
     backend.set_backend_name(which)
     name, impl = which, backend
     sort_last, argsort_last = backend.sort_last, backend.argsort_last

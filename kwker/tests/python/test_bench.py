@@ -133,3 +133,49 @@ def test_loops_for():
     assert timing.loops_for(1.0, 0.02) == 1
     assert timing.loops_for(1e-6, 0.02) == 20000
     assert timing.loops_for(1e-6, 0.0) == 1
+
+
+def _installed_library():
+    from kwker.bench import before
+    import kwker
+    import numpy as np
+    kwker.sort(np.array([2, 1]))
+    (path,) = before._loaded_libkwker()
+    return path
+
+
+def test_before_after_in_one_run(capsys):
+    # The build against itself: every case compared, in whole pairs of repeats, through the
+    # ctypes backend, and the process's own backend back in place afterwards.
+    from kwker import _backend
+    name, impl = _backend.name, _backend.impl
+    res = run_json(capsys, "--no-avx2-baseline", "--only", "sort/int32/t1 ",
+                   "--only", "sort/float32/small", "--before", _installed_library())
+    b = res["before"]
+    assert [r["name"] for r in b["rows"]] == ["sort/int32/t1", "sort/float32/small"]
+    for r in b["rows"]:
+        assert r["repeats"] == 10 and len(r["ratios"]) == 5
+        assert r["ratio_min"] <= r["ratio_median"] <= r["ratio_max"]
+        assert r["slower"] == (r["ratio_median"] < b["no_slower"])
+    assert b["summary"]["cases"] == 2 and b["not_compared"] == []
+    assert b["info"]["backend"] == "ctypes (both sides)"
+    assert (_backend.name, _backend.impl) == (name, impl)
+    # the main rows keep their own repeats count rule (whole pairs with --before)
+    assert all(r["repeats"] == 10 for r in res["rows"])
+
+
+def test_before_pairs_cancel_the_order_effect():
+    from kwker.bench import before
+    # one order 0.8x, the other 1.25x: single repeats give a median of one or the other
+    assert before.pair_ratios([0.8, 1.25, 0.8, 1.25, 0.8]) == pytest.approx([1.0, 1.0])
+    assert before.repeats(5, given=False) == 10 and before.repeats(7, given=True) == 8
+
+
+def test_before_bad_library(capsys, tmp_path):
+    assert bench.main(["--smoke", "--quiet", "--before", str(tmp_path / "nope.so")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    junk = tmp_path / "libkwker.so"
+    junk.write_bytes(b"not an ELF file")
+    assert bench.main(["--smoke", "--quiet", "--before", str(junk)]) == 2
+    err = capsys.readouterr().err
+    assert "--before" in err and str(junk) in err

@@ -160,15 +160,57 @@ def markdown(result):
             lines.append(f"- skipped `{s['name']}`: {s['reason']}")
         if skipped:
             lines.append("")
+    if result.get("before"):
+        lines += before_section(result["before"]) + [""]
     sm = result["summary"]
     lines.append(f"targets: {sm['targets_met']} of {sm['targets_total']} met")
     if sm["avx2_targets_total"]:
         lines.append(f"targets vs np.sort AVX2-only baseline (kwker avx2 engine): "
                      f"{sm['avx2_targets_met']} of {sm['avx2_targets_total']} met")
+    if result.get("before"):
+        lines.append(before_line(result["before"]))
     lines.append(f"wall time: {result['wall_s']:.1f} s")
     if load_line(env):
         lines.append(load_line(env))
     return "\n".join(lines)
+
+
+def before_line(b):
+    sm = b["summary"]
+    if not sm["cases"]:
+        return "before / after: no case ran"
+    slower = ", ".join(f"`{n}`" for n in sm["slower"]) or "none"
+    return (f"before / after: {sm['cases']} cases, geometric mean {sm['geomean']:.3f}x; "
+            f"slower now (below {b['no_slower']:g}x): {slower}")
+
+
+def before_section(b):
+    """Each case's kwker call with the --before library (in a child) vs this build."""
+    info = b["info"]
+    lines = ["## Before and after: the same kwker calls with another libkwker", "",
+             f"Before: `{b['library']}` (libkwker {info.get('version')}, engine "
+             f"`{info.get('engine')}`); after: `{b['after_library']}`. Both sides run this "
+             "checkout's Python code through the ctypes backend, in this process, on the same "
+             "arrays, in the same interleaved repeats as the case's rows (their order swapped "
+             "every repeat). *speed-up* = before time / after time, the median over pairs of "
+             "repeats of their geometric mean (each pair holds both orders; > 1: faster now); "
+             "a case is slower now below "
+             f"{b['no_slower']:g}x. The AVX2-only and CPU-backend sections are not compared.",
+             "", "| case | n | kwker call | before | after | speed-up | spread | |",
+             "|---|---:|---|---:|---:|---:|---|---|"]
+    for r in b["rows"]:
+        n = f"{r['n']:,}" + (f" ({r['shape']})" if r.get("shape") else "")
+        lines.append(
+            f"| `{r['name']}` | {n} | `{r['kwker']}` | {fmt_time_el(r['before_s'], r['n'])} | "
+            f"{fmt_time_el(r['after_s'], r['n'])} | **{fmt_ratio(r['ratio_median'])}** | "
+            f"{fmt_ratio(r['ratio_min'])}–{fmt_ratio(r['ratio_max'])} | "
+            f"{'**slower**' if r['slower'] else ''} |")
+    if b.get("not_compared"):
+        lines += ["", "Not compared (the call did not reach the --before library: it calls "
+                  "libkwker through the compiled PyTorch operators, which link this build's "
+                  "library): " + ", ".join(f"`{n}`" for n in b["not_compared"])]
+    lines += ["", before_line(b)]
+    return lines
 
 
 def _section_of(name):

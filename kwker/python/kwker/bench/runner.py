@@ -11,7 +11,7 @@ import numpy as np
 
 import kwker
 
-from . import avx2, cases, cpu_backend, load, report, timing
+from . import avx2, before, cases, cpu_backend, load, report, timing
 
 SCHEMA = "kwker.bench"
 SCHEMA_VERSION = 1
@@ -40,6 +40,12 @@ def _parser():
     p.add_argument("--no-avx2-baseline", action="store_true",
                    help="skip section 8 (np.sort with AVX-512 dispatch disabled, in a child "
                         "process, vs kwker's avx2 engine)")
+    p.add_argument("--before", metavar="LIBKWKER",
+                   help="also time every case's kwker call over this build's libkwker and "
+                        "over LIBKWKER (a previous build with the same C API), both through "
+                        "ctypes in this process, in the same interleaved repeats (10 by "
+                        "default, whole pairs), and report before / after per case (the "
+                        "AVX2-only and CPU-backend sections excepted)")
     p.add_argument("--save", metavar="PATH",
                    help="also write the JSON result to PATH (the Markdown still goes to stdout)")
     p.add_argument("--list", action="store_true", help="list the row names and exit")
@@ -129,11 +135,15 @@ class Runner:
         self.skipped = []
         self.mods = {}
         self.avx2_info = None
+        self.before = None             # before.Sides when --before is given
+        self.before_rows = []
+        self.before_skipped = []       # cases whose kwker call did not reach the library
 
     def repeats(self, case):
-        if self.args.repeats:
-            return self.args.repeats
-        return self.sizes.slow_repeats if case.slow else self.sizes.repeats
+        n = self.args.repeats or (self.sizes.slow_repeats if case.slow else self.sizes.repeats)
+        if self.before is not None:
+            n = before.repeats(n, given=bool(self.args.repeats))
+        return n
 
     def run_case(self, case, comps, prefix="", remote=None, kwker_ctx=None, label=None):
         """Time `case` against `comps` (Competitor list) and append one row per competitor."""
@@ -151,17 +161,30 @@ class Runner:
         t0 = time.perf_counter()
         try:
             setup = case.setup(sizes, self.mods)
-            kw_timer = timing.LocalTimer(setup.kwker)
+            sides = self.before if remote is None else None
+            own = sides.wrap if sides is not None else (lambda fn: fn)
+            kw_timer = timing.LocalTimer(own(setup.kwker))
             timers = {}
             for comp, _ in runnable:
                 if remote is not None:
                     timers[comp.key] = avx2.RemoteTimer(remote, case.id, comp.key, sizes)
                 else:
-                    timers[comp.key] = timing.LocalTimer(setup.competitors[comp.key])
+                    timers[comp.key] = timing.LocalTimer(own(setup.competitors[comp.key]))
+            if sides is not None:
+                timers.update(sides.timers(setup.kwker))
+                served = sides.before_calls()
             ctxs = [c for c in (setup.ctx, kwker_ctx) if c is not None]
             min_time = sizes.small_min_time if case.small else sizes.min_time
             with _nested(ctxs):
-                times = timing.interleaved(kw_timer, timers, self.repeats(case), min_time)
+                try:
+                    times = timing.interleaved(kw_timer, timers, self.repeats(case), min_time,
+                                               alternate=(before.AFTER, before.KEY))
+                finally:
+                    if sides is not None:   # before the contexts restore their controls
+                        sides.restore()
+            if sides is not None and sides.before_calls() == served:
+                self.before_skipped.append(case.id)   # the call bypassed the backend
+                del times[before.KEY]
         except Exception as exc:
             for _, name in runnable:
                 self.skip(name, f"error: {type(exc).__name__}: {exc}", error=True)
@@ -199,8 +222,13 @@ class Runner:
                 "competitor_times_s": times[comp.key],
             }
             self.rows.append(row)
+        if before.KEY in times:
+            self.before_rows.append(before.row(case, sizes, times[before.AFTER],
+                                               times[before.KEY]))
         self.log(f"  {case.id:34s} {time.perf_counter() - t0:6.1f} s   " + ", ".join(
-            f"{r['competitor']}: {r['ratio_median']:.2f}x" for r in self.rows[-len(runnable):]))
+            f"{r['competitor']}: {r['ratio_median']:.2f}x" for r in self.rows[-len(runnable):])
+            + (f", before/after: {self.before_rows[-1]['ratio_median']:.2f}x"
+               if before.KEY in times else ""))
 
     def skip(self, name, reason, error=False):
         self.skipped.append({"name": name, "reason": reason, "error": error})
@@ -319,6 +347,16 @@ def main(argv=None):
         return 0
 
     runner = Runner(args, sizes, log)
+    if args.before:
+        try:
+            runner.before = before.Sides(args.before)
+        except RuntimeError as exc:
+            print(f"kwker bench: {exc}", file=sys.stderr)
+            return 2
+        info = runner.before.info
+        log(f"kwker bench: before/after: this build against {info['library']} (libkwker "
+            f"{info['version']}, engine {info['engine']}), both through ctypes in this "
+            "process, in the same repeats")
     wall0 = time.perf_counter()
     needed = {c.requires for _, comps in plan for c in comps if c.requires}
     for name in ("polars", "torch", "pandas", "distributed"):
@@ -340,6 +378,8 @@ def main(argv=None):
         _run_all(runner, plan, avx2_plan, do_avx2, preset, log)
     finally:
         gc.unfreeze()
+        if runner.before is not None:
+            runner.before.restore()
     cpu_env = None
     if cpu_backend.selected(args.only):
         log("section 14: CPU backend (loads SmolLM2 and a random Llama; several minutes)")
@@ -364,6 +404,14 @@ def main(argv=None):
         "rows": runner.rows,
         "skipped": runner.skipped,
         "summary": report.summary(runner.rows),
+        "before": None if runner.before is None else {
+            "library": runner.before.info["library"],
+            "info": runner.before.info,
+            "after_library": runner.before.info["after_library"],
+            "not_compared": runner.before_skipped,
+            "no_slower": before.NO_SLOWER,
+            "rows": runner.before_rows,
+            "summary": before.summary(runner.before_rows)},
         "wall_s": wall,
         "argv": argv,
     }

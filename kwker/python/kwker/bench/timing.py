@@ -67,8 +67,10 @@ def loops_for(seconds_per_call, min_time, cap=1_000_000):
     return max(1, min(cap, math.ceil(min_time / max(seconds_per_call, 1e-9))))
 
 
-def interleaved(kwker_timer, competitor_timers, repeats, min_time):
+def interleaved(kwker_timer, competitor_timers, repeats, min_time, alternate=None):
     """Warm up every timer once, then run `repeats` rounds of k, c1, c2, ..., k, c1, c2, ...
+    `alternate`: two competitor keys that swap places every other round (the two sides of a
+    before/after comparison, so that neither always runs right after the other).
 
     Returns {"kwker": [s, ...], "<competitor key>": [s, ...], "loops": {key: number}}:
     seconds per call for every repeat. The loop count of each timer is fixed from its
@@ -76,18 +78,29 @@ def interleaved(kwker_timer, competitor_timers, repeats, min_time):
     """
     timers = [("kwker", kwker_timer)] + list(competitor_timers.items())
     try:
-        loops = {}
+        loops, warm = {}, {}
         for key, timer in timers:
-            loops[key] = loops_for(timer.warm(), min_time)
+            warm[key] = timer.warm()
+            loops[key] = loops_for(warm[key], min_time)
         # A second, short calibration for fast calls: the first call also pays one-off
-        # costs (page faults of fresh buffers, lazy imports) and would pick too few loops.
+        # costs (page faults of fresh buffers, lazy imports, the pool's first wake) and would
+        # pick too few loops; also for a first call that took up to 10 sample times, which
+        # had left 1-ms calls (row argsorts of 1e6 keys) timed one call per sample.
         for key, timer in timers:
-            if loops[key] > 1:
+            if loops[key] > 1 or warm[key] < 10 * min_time:
                 loops[key] = loops_for(timer.time(loops[key]), min_time)
         times = {key: [] for key, _ in timers}
-        for _ in range(repeats):
+        swapped = list(timers)
+        if alternate and all(k in competitor_timers for k in alternate):
+            i, j = (next(p for p, (k, _) in enumerate(timers) if k == a) for a in alternate)
+            swapped[i], swapped[j] = swapped[j], swapped[i]
+            # The same loop count on both sides: a sample's length changes what it averages
+            # (the first call after the other process ran is the slowest).
+            a, b = alternate
+            loops[a] = loops[b] = max(loops[a], loops[b])
+        for r in range(repeats):
             gc.collect()
-            for key, timer in timers:
+            for key, timer in (swapped if r % 2 else timers):
                 times[key].append(timer.time(loops[key]))
     finally:
         gc.collect()
