@@ -10,7 +10,9 @@
 //
 // Method: for every case (dtype x size x distribution) all libraries, at one thread and at two,
 // run in the same interleaved rounds (so the one- and two-thread rows of a case are timed at the
-// same moments), in balanced groups of shuffled orders. Before each timed run the input is
+// same moments), in balanced groups of shuffled orders, and the rounds of all cases are spread
+// over the whole run in sweeps (a slow spell of the host touches one round of a case, not all
+// of them). Before each timed run the input is
 // copied into a pre-faulted buffer (not timed); after it the output is verified: bit for bit
 // the input as ips4o sorted it once, outside the timing. The table gives medians over the rounds
 // with the spread (min-max), and how much CPU other processes used while the benchmark ran.
@@ -26,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -129,6 +132,10 @@ struct Lib {
   int threads;
   std::function<bool(void *, size_t)> run;  // sorts in place; false on an error
   bool sorts = true;                        // false: the "copy" floor, not verified
+  // In the base rounds only: the extra rounds of short cases are for Kwker's own comparisons
+  // and the targets, which this library's runs in that case do not enter (std::sort of 16
+  // distinct values at 1e6 takes 18 ms a run; ips4o of sorted int64 at 1e7, 15 ms).
+  bool base_only = false;
 };
 
 template <class T> int kwker_dtype() {
@@ -171,12 +178,12 @@ std::vector<Lib> libraries(const std::vector<KwkerLib> &kw, int threads, bool sl
                         T *a = static_cast<T *>(p);
                         pdqsort_branchless(a, a + n);
                         return true;
-                      }});
+                      }, true, true});
       libs.push_back({"std::sort", 1, [](void *p, size_t n) {
                         T *a = static_cast<T *>(p);
                         std::sort(a, a + n);
                         return true;
-                      }});
+                      }, true, true});
     }
   } else {
     libs.push_back({"ips4o-par", threads, [&pool](void *p, size_t n) {
@@ -186,14 +193,6 @@ std::vector<Lib> libraries(const std::vector<KwkerLib> &kw, int threads, bool sl
                     }});
   }
   return libs;
-}
-
-// An output is right when it equals, bit for bit, the input sorted once by ips4o outside the
-// timed region (the inputs hold no NaN and no -0.0, so equal keys have equal bits). memcmp
-// runs at memory speed: the multiset hash and ordered-pairs check it replaced spent 82 of a
-// quick run's 290 s.
-template <class T> bool verified(const T *a, const std::vector<T> &want) {
-  return std::memcmp(a, want.data(), want.size() * sizeof(T)) == 0;
 }
 
 struct Stat {
@@ -235,37 +234,73 @@ std::string g_json;  // one object per (case, library), for report.py
 double g_spent_input = 0, g_spent_copy = 0, g_spent_pause = 0, g_spent_timed = 0,
        g_spent_verify = 0;
 
+// One case (dtype x size x input) with everything its rounds need: both thread counts'
+// libraries, the input and its sorted reference, the times so far, the round order.
+struct Case {
+  const char *dtype;
+  int dist;
+  size_t n, bytes;
+  std::string labels[2];  // the one- and two-thread rows
+  std::vector<Lib> libs;  // both rows' libraries; Lib::threads says which row
+  std::shared_ptr<void> keep;  // owns input and want
+  const void *input, *want;
+  std::vector<std::vector<double>> times;
+  std::vector<size_t> thread_mate, build_mate, base, order;
+  std::mt19937 order_rng;
+  int group = 2, rounds = 0, base_rounds = 0;  // base_only libraries run base_rounds
+};
+
 template <class T>
-void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool) {
-  std::vector<size_t> sizes = {100000, 1000000, 10000000};
-  if (!opt.quick) sizes.push_back(100000000);
+void add_cases(const char *dtype, const std::vector<size_t> &sizes, const Options &opt,
+               ips4o::StdThreadPool &pool, std::vector<Case> &cases) {
   for (size_t n : sizes) {
-    std::vector<T> work(n);
-    std::memset(work.data(), 0, n * sizeof(T));  // pre-faulted once, reused by every run
     for (int dist = 0; dist < kNumDists; ++dist) {
       // 1e8 only for the random inputs: each run there takes about a second.
       if (n > 10000000 && dist != kUniform && dist != kDup10) continue;
-
+      Case c;
+      c.dtype = dtype;
+      c.dist = dist;
+      c.n = n;
+      c.bytes = n * sizeof(T);
       // Both thread counts' libraries run in the same interleaved rounds, so "two threads
       // never slower than one" compares runs of the same moments, not two blocks seconds
       // apart on a host whose other tenants come and go.
-      char labels[2][160];
-      std::vector<Lib> libs;  // both rows' libraries; Lib::threads says which row
       for (int threads : {1, 2}) {
-        char *label = labels[threads - 1];
+        char label[160];
         std::snprintf(label, 160, "%s | %s | %zu | %d", dtype, kDistNames[dist], n, threads);
-        if (!opt.only.empty() && std::string(label).find(opt.only) == std::string::npos)
+        c.labels[threads - 1] = label;
+        if (!opt.only.empty() && c.labels[threads - 1].find(opt.only) == std::string::npos)
           continue;
         const bool slow_ok = !(opt.quick && n >= 10000000) && n <= 10000000;
-        for (Lib &l : libraries<T>(opt.kwker, threads, slow_ok, pool)) libs.push_back(std::move(l));
+        for (Lib &l : libraries<T>(opt.kwker, threads, slow_ok, pool))
+          c.libs.push_back(std::move(l));
       }
-      if (libs.empty()) continue;  // --only left none: no input to make
+      // Which competitors a target reads in this case (report.py): vqsort in the random and
+      // duplicate inputs, ips4o and the copy in the presorted float inputs at 1e7.
+      const bool presorted_target = std::is_floating_point<T>::value && n == 10000000 &&
+                                    (dist == kSorted || dist == kReversed || dist == kAllEqual);
+      for (Lib &l : c.libs) {
+        const bool kw = std::any_of(opt.kwker.begin(), opt.kwker.end(),
+                                    [&](const KwkerLib &k) { return k.label == l.name; });
+        const bool read = kw || l.name == "copy" ||
+                          (l.name == "vqsort" && (dist == kUniform || dist == kDup10 ||
+                                                  dist == kDistinct16)) ||
+                          (l.name.rfind("ips4o", 0) == 0 && presorted_target);
+        l.base_only = !read;
+      }
+      if (c.libs.empty()) continue;  // --only left none: no input to make
       const double t_in = now();
-      const std::vector<T> input = make_input<T>(dist, n, 42 + n + dist, pool);
-      std::vector<T> want = input;
-      ips4o::parallel::sort(want.begin(), want.end(), std::less<T>(), pool);
+      auto data = std::make_shared<std::pair<std::vector<T>, std::vector<T>>>();
+      data->first = make_input<T>(dist, n, 42 + n + dist, pool);
+      data->second = data->first;
+      ips4o::parallel::sort(data->second.begin(), data->second.end(), std::less<T>(), pool);
+      c.input = data->first.data();
+      c.want = data->second.data();
+      c.keep = data;
       g_spent_input += now() - t_in;
-      std::vector<std::vector<double>> times(libs.size());
+
+      const size_t L = c.libs.size();
+      c.times.resize(L);
       // Rounds come in balanced groups. A run is faster when the run before it was the same
       // code (kwker's other thread count: sorted float32 at 1e5 took 0.085 ns/el after it and
       // 0.10 after any other library, its branch and instruction caches still warm), so a
@@ -275,114 +310,168 @@ void run_dtype(const char *dtype, const Options &opt, ips4o::StdThreadPool &pool
       // and its images under the swaps that the targets compare: a kwker build's one- and
       // two-thread runs (thread_mate), and the first two kwker builds at the same thread count
       // (build_mate). Over a group both runs of each compared pair have the same predecessors.
-      std::vector<size_t> thread_mate(libs.size()), build_mate(libs.size());
-      for (size_t i = 0; i < libs.size(); ++i) {
-        thread_mate[i] = build_mate[i] = i;
-        const bool is_kwker = std::any_of(opt.kwker.begin(), opt.kwker.end(),
-                                          [&](const KwkerLib &k) { return k.label == libs[i].name; });
-        if (!is_kwker) continue;
-        for (size_t j = 0; j < libs.size(); ++j) {
-          if (libs[j].name == libs[i].name && libs[j].threads != libs[i].threads)
-            thread_mate[i] = j;
-          if (opt.kwker.size() >= 2 && libs[j].threads == libs[i].threads &&
-              ((libs[i].name == opt.kwker[0].label && libs[j].name == opt.kwker[1].label) ||
-               (libs[i].name == opt.kwker[1].label && libs[j].name == opt.kwker[0].label)))
-            build_mate[i] = j;
-        }
-      }
+      c.thread_mate.resize(L);
+      c.build_mate.resize(L);
       bool two_builds = false;
-      for (size_t i = 0; i < libs.size(); ++i) two_builds |= build_mate[i] != i;
-      const int group = two_builds ? 4 : 2;
+      for (size_t i = 0; i < L; ++i) {
+        c.thread_mate[i] = c.build_mate[i] = i;
+        const std::string &name = c.libs[i].name;
+        const bool is_kwker = std::any_of(opt.kwker.begin(), opt.kwker.end(),
+                                          [&](const KwkerLib &k) { return k.label == name; });
+        if (!is_kwker) continue;
+        for (size_t j = 0; j < L; ++j) {
+          if (c.libs[j].name == name && c.libs[j].threads != c.libs[i].threads)
+            c.thread_mate[i] = j;
+          if (opt.kwker.size() >= 2 && c.libs[j].threads == c.libs[i].threads &&
+              ((name == opt.kwker[0].label && c.libs[j].name == opt.kwker[1].label) ||
+               (name == opt.kwker[1].label && c.libs[j].name == opt.kwker[0].label)))
+            c.build_mate[i] = j;
+        }
+        two_builds |= c.build_mate[i] != i;
+      }
+      c.group = two_builds ? 4 : 2;
       // --quick drops 1e8 only: the targets are medians of at least 7 rounds.
       // More rounds where a run is short and a median of 7 moves with one preempted or
       // bandwidth-starved run: ten times at 1e5 keys (10-400 us a run, where the one- and
-      // two-thread runs of the same code still differed by 5-8% in 21 rounds), three times for
-      // the sorted, reversed and all-equal inputs (one or two memory-bound passes; reversed
-      // float64 at 1e7 spread 0.69-1.41 ns/el within 15 rounds of one build). They cost little.
-      // Rounded up to whole groups.
-      const bool cheap = dist == kSorted || dist == kReversed || dist == kAllEqual;
-      const int wanted = n > 10000000   ? 3
-                         : n <= 100000 ? 10 * opt.rounds
-                         : cheap       ? 3 * opt.rounds
-                                       : opt.rounds;
-      const int rounds = (wanted + group - 1) / group * group;
+      // two-thread runs of the same code still differed by 5-8% in 21 rounds), more for the
+      // inputs Kwker sorts in one or two memory-bound passes: sorted, reversed, all equal
+      // (reversed float64 at 1e7 spread 0.69-1.41 ns/el within 15 rounds of one build) and 16
+      // distinct values (a count). Below 2^21 keys those run one thread's code at both thread
+      // counts, where runs differ by 5-10% and a median of 24 rounds still fell to 0.95-0.96x
+      // now and then (one cell in 40 per run): nine times at 1e6, three at 1e5 and 1e7 (at
+      // 1e7 two threads run twice as fast). Rounded up to whole groups.
+      const bool cheap = dist == kSorted || dist == kReversed || dist == kAllEqual ||
+                         dist == kDistinct16;
+      const int wanted = n > 10000000 ? 3
+                         : n <= 100000 ? opt.rounds * 10 * (cheap ? 3 : 1)
+                         : n <= 1000000 ? opt.rounds * (cheap ? 9 : 1)
+                                        : opt.rounds * (cheap ? 3 : 1);
+      auto whole = [&](int r) { return (r + c.group - 1) / c.group * c.group; };
+      c.rounds = whole(wanted);
+      c.base_rounds = std::min(c.rounds, whole(n > 10000000 ? 3 : opt.rounds));
       // A fresh order every group (seeded by the case, dtype included, so runs repeat): a
       // rotation keeps each library's predecessor fixed, and the one after the parallel ips4o
       // always ran on a host just woken by two busy threads (kwker's one- and two-thread rows
       // of the same code at 1e5 differed by 5-15% by position alone).
-      std::mt19937 order_rng(uint32_t(n * 131 + dist * 17 + sizeof(T) * 7 +
-                                      std::is_floating_point<T>::value));
-      std::vector<size_t> base(libs.size()), order(libs.size());
-      for (size_t j = 0; j < base.size(); ++j) base[j] = j;
-      for (int r = 0; r < rounds; ++r) {
-        if (r % group == 0) std::shuffle(base.begin(), base.end(), order_rng);
-        for (size_t j = 0; j < base.size(); ++j) {
-          size_t i = base[j];
-          if (r % 2) i = thread_mate[i];
-          if (r % 4 >= 2) i = build_mate[i];
-          order[j] = i;
-        }
-        for (size_t j = 0; j < libs.size(); ++j) {
-          const size_t i = order[j];
-          // No other library's threads may still run: Kwker's pool workers spin 50 us after
-          // a parallel call before they block, and two builds of Kwker (dlmopen) have two
-          // pools, so a run right after the other build's two-thread run shared the cores
-          // with its spinning worker (float32 at 1e5 on two threads: 1.76 or 3.5-4 ns/el by
-          // which library ran before). So every run starts after a pause longer than that,
-          // spent busy as a program between two sorts is: a pause asleep would time the
-          // first call after an idle machine instead (before Kwker placed its woken workers
-          // off the caller's CPU, that cost up to a millisecond on these VMs: design.md).
-          const double t_pause = now();
-          for (const double until = t_pause + 200e-6; now() < until;) {
-          }
-          const double t_copy = now();
-          std::memcpy(work.data(), input.data(), n * sizeof(T));
-          const double t0 = now();
-          const bool ok = libs[i].run(work.data(), n);
-          const double t1 = now();
-          times[i].push_back((t1 - t0) * 1e9 / double(n));
-          const bool good = ok && (!libs[i].sorts || verified(work.data(), want));
-          g_spent_pause += t_copy - t_pause;
-          g_spent_copy += t0 - t_copy;
-          g_spent_timed += t1 - t0;
-          g_spent_verify += now() - t1;
-          if (!good) {
-            std::fprintf(stderr, "WRONG RESULT: %s on %s\n", libs[i].name.c_str(),
-                         labels[libs[i].threads - 1]);
-            ++g_failures;
-          }
-        }
-      }
-      for (int threads : {1, 2}) {
-        if (std::none_of(libs.begin(), libs.end(),
-                         [&](const Lib &l) { return l.threads == threads; }))
-          continue;
-        std::printf("| %s |", labels[threads - 1]);
-        for (size_t i = 0; i < libs.size(); ++i) {
-          if (libs[i].threads != threads) continue;
-          Stat s = stat(times[i]);
-          std::printf(" %s %.2f [%.2f-%.2f]", libs[i].name.c_str(), s.median, s.lo, s.hi);
-          char rec[400];
-          std::snprintf(rec, sizeof rec,
-                        "%s{\"dtype\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"threads\": %d, "
-                        "\"lib\": \"%s\", \"ns_median\": %.4f, \"ns_min\": %.4f, "
-                        "\"ns_max\": %.4f, \"rounds\": %zu, \"ns\": [",
-                        g_json.empty() ? "" : ",\n", dtype, kDistNames[dist], n, threads,
-                        libs[i].name.c_str(), s.median, s.lo, s.hi, times[i].size());
-          g_json += rec;
-          // Every round's time in round order: report.py pairs the runs of one round (the
-          // same moments of the host) and takes the median of their ratios.
-          for (size_t r = 0; r < times[i].size(); ++r) {
-            std::snprintf(rec, sizeof rec, "%s%.4f", r ? ", " : "", times[i][r]);
-            g_json += rec;
-          }
-          g_json += "]}";
-        }
-        std::printf(" |\n");
-        std::fflush(stdout);
-      }
+      c.order_rng.seed(uint32_t(n * 131 + dist * 17 + sizeof(T) * 7 +
+                                std::is_floating_point<T>::value));
+      c.base.resize(L);
+      c.order.resize(L);
+      for (size_t j = 0; j < L; ++j) c.base[j] = j;
+      cases.push_back(std::move(c));
     }
   }
+}
+
+// Round r of case c: every library once, in this round's order.
+void run_round(Case &c, int r, void *work) {
+  if (r % c.group == 0) std::shuffle(c.base.begin(), c.base.end(), c.order_rng);
+  for (size_t j = 0; j < c.base.size(); ++j) {
+    size_t i = c.base[j];
+    if (r % 2) i = c.thread_mate[i];
+    if (r % 4 >= 2) i = c.build_mate[i];
+    c.order[j] = i;
+  }
+  for (size_t j = 0; j < c.libs.size(); ++j) {
+    const size_t i = c.order[j];
+    if (c.libs[i].base_only && r >= c.base_rounds) continue;
+    // No other library's threads may still run: Kwker's pool workers spin 50 us after a
+    // parallel call before they block, and two builds of Kwker (dlmopen) have two pools, so a
+    // run right after the other build's two-thread run shared the cores with its spinning
+    // worker (float32 at 1e5 on two threads: 1.76 or 3.5-4 ns/el by which library ran before).
+    // So every run starts after a pause longer than that, spent busy as a program between two
+    // sorts is: a pause asleep would time the first call after an idle machine instead (before
+    // Kwker placed its woken workers off the caller's CPU, that cost up to a millisecond on
+    // these VMs: design.md).
+    const double t_pause = now();
+    for (const double until = t_pause + 200e-6; now() < until;) {
+    }
+    const double t_copy = now();
+    std::memcpy(work, c.input, c.bytes);
+    const double t0 = now();
+    const bool ok = c.libs[i].run(work, c.n);
+    const double t1 = now();
+    c.times[i].push_back((t1 - t0) * 1e9 / double(c.n));
+    // Right when it equals, bit for bit, the input as ips4o sorted it outside the timing (the
+    // inputs hold no NaN and no -0.0, so equal keys have equal bits). memcmp runs at memory
+    // speed: the multiset hash and ordered-pairs check it replaced spent 82 of 290 s.
+    const bool good = ok && (!c.libs[i].sorts || std::memcmp(work, c.want, c.bytes) == 0);
+    g_spent_pause += t_copy - t_pause;
+    g_spent_copy += t0 - t_copy;
+    g_spent_timed += t1 - t0;
+    g_spent_verify += now() - t1;
+    if (!good) {
+      std::fprintf(stderr, "WRONG RESULT: %s on %s\n", c.libs[i].name.c_str(),
+                   c.labels[c.libs[i].threads - 1].c_str());
+      ++g_failures;
+    }
+  }
+}
+
+// The case's two rows, in the Markdown table and in the JSON.
+void report_case(const Case &c) {
+  for (int threads : {1, 2}) {
+    if (std::none_of(c.libs.begin(), c.libs.end(),
+                     [&](const Lib &l) { return l.threads == threads; }))
+      continue;
+    std::printf("| %s |", c.labels[threads - 1].c_str());
+    for (size_t i = 0; i < c.libs.size(); ++i) {
+      if (c.libs[i].threads != threads) continue;
+      Stat s = stat(c.times[i]);
+      std::printf(" %s %.2f [%.2f-%.2f]", c.libs[i].name.c_str(), s.median, s.lo, s.hi);
+      char rec[400];
+      std::snprintf(rec, sizeof rec,
+                    "%s{\"dtype\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"threads\": %d, "
+                    "\"lib\": \"%s\", \"ns_median\": %.4f, \"ns_min\": %.4f, "
+                    "\"ns_max\": %.4f, \"rounds\": %zu, \"ns\": [",
+                    g_json.empty() ? "" : ",\n", c.dtype, kDistNames[c.dist], c.n, threads,
+                    c.libs[i].name.c_str(), s.median, s.lo, s.hi, c.times[i].size());
+      g_json += rec;
+      // Every round's time in round order: report.py pairs the runs of one round (the same
+      // moments of the host) and takes the median of their ratios.
+      for (size_t r = 0; r < c.times[i].size(); ++r) {
+        std::snprintf(rec, sizeof rec, "%s%.4f", r ? ", " : "", c.times[i][r]);
+        g_json += rec;
+      }
+      g_json += "]}";
+    }
+    std::printf(" |\n");
+  }
+  std::fflush(stdout);
+}
+
+// One pass over a set of sizes: every case's inputs made first, then the rounds in sweeps,
+// each sweep taking its share of every case's rounds. A case's rounds used to run back to
+// back, within a second at 1e6, and a spell of a few seconds in which the host slowed the
+// second vCPU (two threads 3.1-3.3 ns/el against 2.5 for one, in every round of float32 with
+// 10% duplicates at 1e6, both builds, while the next case measured 2.2) then decided the
+// case's median. Spread over the whole run, such a spell touches one round of a case, and
+// the median discards it. The inputs of all cases stay in memory (about 4 GB for --quick).
+void run_pass(const std::vector<size_t> &sizes, const Options &opt,
+              ips4o::StdThreadPool &pool) {
+  std::vector<Case> cases;
+  add_cases<float>("float32", sizes, opt, pool, cases);
+  add_cases<int32_t>("int32", sizes, opt, pool, cases);
+  add_cases<double>("float64", sizes, opt, pool, cases);
+  add_cases<int64_t>("int64", sizes, opt, pool, cases);
+  if (cases.empty()) return;
+  size_t most = 0;
+  int sweeps = cases[0].rounds;
+  for (const Case &c : cases) {
+    most = std::max(most, c.bytes);
+    sweeps = std::min(sweeps, c.rounds);
+  }
+  std::vector<char> work(most);
+  std::memset(work.data(), 0, most);  // pre-faulted once, reused by every run
+  for (int s = 0; s < sweeps; ++s) {
+    const double t0 = now();
+    for (Case &c : cases)
+      for (int r = s * c.rounds / sweeps; r < (s + 1) * c.rounds / sweeps; ++r)
+        run_round(c, r, work.data());
+    if ((s + 1) % std::max(1, sweeps / 8) == 0 || s + 1 == sweeps)
+      std::fprintf(stderr, "sweep %d of %d: %.1f s\n", s + 1, sweeps, now() - t0);
+  }
+  for (const Case &c : cases) report_case(c);
 }
 
 }  // namespace
@@ -417,10 +506,10 @@ int main(int argc, char **argv) {
   std::printf("- vqsort: Highway %s (Debian), ips4o and pdqsort (Debian), std::sort "
               "(libstdc++); ips4o-par on a persistent 2-thread pool\n\n", KWKER_HWY_VERSION);
   std::printf("| dtype | input | n | threads | results |\n|---|---|---:|---:|---|\n");
-  run_dtype<float>("float32", opt, pool);
-  run_dtype<int32_t>("int32", opt, pool);
-  run_dtype<double>("float64", opt, pool);
-  run_dtype<int64_t>("int64", opt, pool);
+  // Sizes up to 1e7 in one pass; 1e8 (the full run) in a second, so that its inputs are not
+  // held beside the others' (about 10 GB more).
+  run_pass({100000, 1000000, 10000000}, opt, pool);
+  if (!opt.quick) run_pass({100000000}, opt, pool);
   double all1, own1;
   cpu_totals(all1, own1);
   const double wall = now() - wall0, others = (all1 - all0) - (own1 - own0);
