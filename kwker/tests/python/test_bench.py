@@ -179,3 +179,14 @@ def test_before_bad_library(capsys, tmp_path):
     assert bench.main(["--smoke", "--quiet", "--before", str(junk)]) == 2
     err = capsys.readouterr().err
     assert "--before" in err and str(junk) in err
+
+
+def test_torch_rows_leave_no_cache_folder(capsys, tmp_path, monkeypatch):
+    # The torch section's self-checks cache into a private folder, removed when the run ends.
+    pytest.importorskip("torch")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)   # re-read TMPDIR
+    res = run_json(capsys, "--no-avx2-baseline", "--only", "torch.sort/small vs")
+    assert [r["name"] for r in res["rows"]] == ["torch.sort/small vs torch"]
+    assert list(tmp_path.iterdir()) == []

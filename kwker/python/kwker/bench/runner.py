@@ -11,7 +11,7 @@ import numpy as np
 
 import kwker
 
-from . import avx2, before, cases, cpu_backend, load, report, timing
+from . import avx2, before, cases, cpu_backend, load, report, timing, torch_cases
 
 SCHEMA = "kwker.bench"
 SCHEMA_VERSION = 1
@@ -378,6 +378,7 @@ def main(argv=None):
         _run_all(runner, plan, avx2_plan, do_avx2, preset, log)
     finally:
         gc.unfreeze()
+        torch_cases.remove_cache()
         if runner.before is not None:
             runner.before.restore()
     cpu_env = None

@@ -9,6 +9,7 @@ requires them); one row per implementation shows the Python-registered operators
 import contextlib
 import gc
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -36,13 +37,20 @@ class _Switched:
         return self.fn()
 
 
-_CACHE = []  # one private cache folder per bench process: each self-check runs once
+_CACHE = []  # one private cache folder per bench run: each self-check runs once
 
 
 def _cache_dir():
     if not _CACHE:
         _CACHE.append(tempfile.mkdtemp(prefix="kwker-bench-"))
     return _CACHE[0]
+
+
+def remove_cache():
+    """Delete the run's cache folder (the runner calls this when the run ends: each run used
+    to leave one kwker-bench-* folder in the temporary directory)."""
+    while _CACHE:
+        shutil.rmtree(_CACHE.pop(), ignore_errors=True)
 
 
 @contextlib.contextmanager
