@@ -132,9 +132,11 @@ struct Lib {
   int threads;
   std::function<bool(void *, size_t)> run;  // sorts in place; false on an error
   bool sorts = true;                        // false: the "copy" floor, not verified
+  bool kwker = false;                       // a build of Kwker (--kwker), not a competitor
   // In the base rounds only: the extra rounds of short cases are for Kwker's own comparisons
   // and the targets, which this library's runs in that case do not enter (std::sort of 16
-  // distinct values at 1e6 takes 18 ms a run; ips4o of sorted int64 at 1e7, 15 ms).
+  // distinct values at 1e6 takes 18 ms a run; ips4o of sorted int64 at 1e7, 15 ms). Set per
+  // case by add_cases, from what report.py's targets read.
   bool base_only = false;
 };
 
@@ -153,7 +155,7 @@ std::vector<Lib> libraries(const std::vector<KwkerLib> &kw, int threads, bool sl
     auto sort = k.sort;
     libs.push_back({k.label, threads, [sort, threads](void *p, size_t n) {
                       return sort(kwker_dtype<T>(), p, int64_t(n), 0, threads) == KWKER_OK;
-                    }});
+                    }, true, true});
   }
   if (threads == 1) {
     // The floor: one plain copy of the array, the cost of touching every key once.
@@ -178,12 +180,12 @@ std::vector<Lib> libraries(const std::vector<KwkerLib> &kw, int threads, bool sl
                         T *a = static_cast<T *>(p);
                         pdqsort_branchless(a, a + n);
                         return true;
-                      }, true, true});
+                      }});
       libs.push_back({"std::sort", 1, [](void *p, size_t n) {
                         T *a = static_cast<T *>(p);
                         std::sort(a, a + n);
                         return true;
-                      }, true, true});
+                      }});
     }
   } else {
     libs.push_back({"ips4o-par", threads, [&pool](void *p, size_t n) {
@@ -280,9 +282,7 @@ void add_cases(const char *dtype, const std::vector<size_t> &sizes, const Option
       const bool presorted_target = std::is_floating_point<T>::value && n == 10000000 &&
                                     (dist == kSorted || dist == kReversed || dist == kAllEqual);
       for (Lib &l : c.libs) {
-        const bool kw = std::any_of(opt.kwker.begin(), opt.kwker.end(),
-                                    [&](const KwkerLib &k) { return k.label == l.name; });
-        const bool read = kw || l.name == "copy" ||
+        const bool read = l.kwker || l.name == "copy" ||
                           (l.name == "vqsort" && (dist == kUniform || dist == kDup10 ||
                                                   dist == kDistinct16)) ||
                           (l.name.rfind("ips4o", 0) == 0 && presorted_target);
@@ -316,9 +316,7 @@ void add_cases(const char *dtype, const std::vector<size_t> &sizes, const Option
       for (size_t i = 0; i < L; ++i) {
         c.thread_mate[i] = c.build_mate[i] = i;
         const std::string &name = c.libs[i].name;
-        const bool is_kwker = std::any_of(opt.kwker.begin(), opt.kwker.end(),
-                                          [&](const KwkerLib &k) { return k.label == name; });
-        if (!is_kwker) continue;
+        if (!c.libs[i].kwker) continue;
         for (size_t j = 0; j < L; ++j) {
           if (c.libs[j].name == name && c.libs[j].threads != c.libs[i].threads)
             c.thread_mate[i] = j;

@@ -20,6 +20,7 @@ from one library to the other. A case whose kwker call does not reach libkwker t
 backend (the compiled PyTorch operators link this build's library themselves) is listed as not
 compared: the before library's call counters tell.
 """
+import json
 import math
 import os
 import statistics
@@ -27,6 +28,8 @@ import statistics
 import numpy as np
 
 from kwker import _backend, _ctypes_backend, _runtime
+
+from .timing import LocalTimer
 
 KEY = "kwker (before)"           # the before side's timer among a case's timers
 AFTER = "kwker (after)"          # the after side's: this build, through ctypes too
@@ -43,6 +46,14 @@ def _loaded_libkwker():
         return []
 
 
+def _switch(name, backend):
+    """Make `backend` the active one, carrying every runtime control over to it."""
+    if _backend.impl is not backend:
+        state = _runtime._snapshot()
+        _backend.activate(name, backend)
+        _runtime._restore(state)
+
+
 class Switched:
     """The case's kwker callable, run with `backend` active (switched in prepare(), outside
     the clock, carrying the runtime controls over)."""
@@ -51,10 +62,7 @@ class Switched:
         self.fn, self.name, self.backend = fn, name, backend
 
     def prepare(self):
-        if _backend.impl is not self.backend:
-            state = _runtime._snapshot()
-            _backend.activate(self.name, self.backend)
-            _runtime._restore(state)
+        _switch(self.name, self.backend)
         inner = getattr(self.fn, "prepare", None)
         if inner is not None:
             inner()
@@ -107,7 +115,6 @@ class Sides:
 
     def timers(self, fn):
         """The after and before timers of one case's kwker callable."""
-        from .timing import LocalTimer
         return {AFTER: LocalTimer(Switched(fn, "ctypes", self.after)),
                 KEY: LocalTimer(Switched(fn, "ctypes", self.before))}
 
@@ -116,14 +123,10 @@ class Sides:
         return Switched(fn, *self.default)
 
     def restore(self):
-        if _backend.impl is not self.default[1]:
-            state = _runtime._snapshot()
-            _backend.activate(*self.default)
-            _runtime._restore(state)
+        _switch(*self.default)
 
     def before_calls(self):
         """How many calls the before library has served (its per-engine counters)."""
-        import json
         counters = json.loads(self.before.runtime_info()).get("counters", {})
         return sum(c.get("calls", 0) for c in counters.values())
 

@@ -185,7 +185,7 @@ def before_line(b):
 
 
 def before_section(b):
-    """Each case's kwker call with the --before library (in a child) vs this build."""
+    """Each case's kwker call with the --before library vs this build, in one process."""
     info = b["info"]
     lines = ["## Before and after: the same kwker calls with another libkwker", "",
              f"Before: `{b['library']}` (libkwker {info.get('version')}, engine "
@@ -206,9 +206,10 @@ def before_section(b):
             f"{fmt_ratio(r['ratio_min'])}–{fmt_ratio(r['ratio_max'])} | "
             f"{'**slower**' if r['slower'] else ''} |")
     if b.get("not_compared"):
-        lines += ["", "Not compared (the call did not reach the --before library: it calls "
-                  "libkwker through the compiled PyTorch operators, which link this build's "
-                  "library): " + ", ".join(f"`{n}`" for n in b["not_compared"])]
+        lines += ["", "Not compared (the call did not reach the --before library: the "
+                  "compiled PyTorch operators link this build's library themselves, and Dask's "
+                  "workers are processes of their own): "
+                  + ", ".join(f"`{n}`" for n in b["not_compared"])]
     lines += ["", before_line(b)]
     return lines
 

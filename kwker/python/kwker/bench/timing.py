@@ -95,7 +95,7 @@ def interleaved(kwker_timer, competitor_timers, repeats, min_time, alternate=Non
             i, j = (next(p for p, (k, _) in enumerate(timers) if k == a) for a in alternate)
             swapped[i], swapped[j] = swapped[j], swapped[i]
             # The same loop count on both sides: a sample's length changes what it averages
-            # (the first call after the other process ran is the slowest).
+            # (the first call of a sample, after the other timers ran, is the slowest).
             a, b = alternate
             loops[a] = loops[b] = max(loops[a], loops[b])
         for r in range(repeats):
