@@ -230,19 +230,6 @@ KWKER_API const char *kwker_linear_kernel(int mode, int64_t m) {
   return linear_table(eid).name;
 }
 
-namespace {
-struct TaskRuns {
-  int ntasks, nthreads;
-  void (*fn)(void *, int);
-  void *ctx;
-};
-void run_task_range(void *p, int chunk) {
-  const TaskRuns &r = *static_cast<const TaskRuns *>(p);
-  const int begin = int(int64_t(r.ntasks) * chunk / r.nthreads);
-  const int end = int(int64_t(r.ntasks) * (chunk + 1) / r.nthreads);
-  for (int i = begin; i < end; ++i) r.fn(r.ctx, i);
-}
-}  // namespace
 
 KWKER_API int kwker_run_tasks(int ntasks, int threads, void (*fn)(void *ctx, int task), void *ctx) {
   if (ntasks < 0 || threads < 0 || (ntasks > 0 && !fn))
@@ -254,8 +241,7 @@ KWKER_API int kwker_run_tasks(int ntasks, int threads, void (*fn)(void *ctx, int
   int t = threads == 0 || threads > budget ? budget : threads;
   if (t > ntasks) t = ntasks;
   if (t < 1) t = 1;
-  TaskRuns runs{ntasks, t, fn, ctx};
-  rt::run_parallel(t, run_task_range, &runs);
+  rt::run_parallel_shared(t, ntasks, fn, ctx);  // tasks taken as threads come free
   return KWKER_OK;
 }
 

@@ -720,7 +720,8 @@ struct Job {
   const uint8_t *packed;
   const float *bias;
   float *y;
-  int ntasks;
+  int ntasks;      // threads
+  int64_t nchunks; // panel ranges, handed out as threads come free
 };
 
 template <int MR>
@@ -757,7 +758,7 @@ void rows_panel(const Job &jb, int64_t m0, int64_t p) {
 
 void run_task(void *ctx, int task) {
   const Job &jb = *static_cast<const Job *>(ctx);
-  int64_t p0 = jb.npanels * task / jb.ntasks, p1 = jb.npanels * (task + 1) / jb.ntasks;
+  const int64_t p0 = jb.npanels * task / jb.nchunks, p1 = jb.npanels * (task + 1) / jb.nchunks;
   // int4 keeps twice the accumulators (group partial sums), so it takes two rows at a time.
   const int64_t mr = jb.mode == kLinInt4 ? 2 : 4;
   for (int64_t p = p0; p < p1; ++p) {
@@ -815,11 +816,11 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.packed = static_cast<const uint8_t *>(packed);
   jb.bias = bias;
   jb.y = y;
-  jb.ntasks = lin_threads(ctx.threads,
-                          work_panel_bytes(mode, kp, group) * jb.npanels * (m < 8 ? 1 : m / 8),
-                          jb.npanels);
+  const int64_t work = work_panel_bytes(mode, kp, group) * jb.npanels * (m < 8 ? 1 : m / 8);
+  jb.ntasks = lin_threads(ctx.threads, work, jb.npanels);
+  jb.nchunks = lin_chunks(jb.ntasks, work, jb.npanels);
   ctx.used_threads = jb.ntasks;
-  rt::run_parallel(jb.ntasks, run_task, &jb);
+  rt::run_parallel_shared(jb.ntasks, int(jb.nchunks), run_task, &jb);
   std::free(xpad);
   return 0;
 }

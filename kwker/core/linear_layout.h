@@ -41,6 +41,11 @@ constexpr int kLinQ8Block = 32;
 constexpr int64_t kLinQ8PanelBlockBytes = kLinNR * (4 + kLinQ8Block);
 // Each extra thread must stream at least this many weight bytes to pay for its hand-off.
 constexpr int64_t kLinMinBytesPerThread = 96 * 1024;
+// Decode calls hand their panels out in chunks as threads come free (rt::run_parallel_shared):
+// up to kLinChunksPerThread per thread, each at least kLinMinChunkBytes of work, so a thread whose
+// CPU is taken by another process leaves its share to the others rather than holding the call.
+constexpr int kLinChunksPerThread = 8;
+constexpr int64_t kLinMinChunkBytes = 32 * 1024;
 
 inline int64_t lin_round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -59,6 +64,16 @@ inline int lin_threads(int budget, int64_t work_bytes, int64_t units) {
   if (by_work < t) t = by_work < 1 ? 1 : int(by_work);
   if (units < t) t = int(units < 1 ? 1 : units);
   return t;
+}
+
+// Chunks for a call of `threads` threads over `units` panels and work_bytes of work.
+inline int64_t lin_chunks(int threads, int64_t work_bytes, int64_t units) {
+  if (threads <= 1) return 1;
+  int64_t c = int64_t(threads) * kLinChunksPerThread;
+  const int64_t by_work = work_bytes / kLinMinChunkBytes;
+  if (by_work < c) c = by_work;
+  if (units < c) c = units;
+  return c < threads ? threads : c;
 }
 
 inline int64_t lin_padded_k(int mode, int64_t k, int64_t group) {

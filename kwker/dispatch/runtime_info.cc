@@ -79,7 +79,9 @@ std::string build() {
        ", \"affinity\": " + std::to_string(rt::affinity_threads()) +
        ", \"cgroup_limit\": " + (cg > 0 ? std::string(cgbuf) : "null") +
        ", \"pool_workers\": " + std::to_string(rt::pool_workers()) +
-       ", \"placed_wakes\": " + std::to_string(rt::placed_wakes()) + "}";
+       ", \"placed_wakes\": " + std::to_string(rt::placed_wakes()) +
+       ", \"late_calls\": " + std::to_string(rt::late_calls()) +
+       ", \"solo_spells\": " + std::to_string(rt::solo_spells()) + "}";
   j += ", \"scratch\": {\"cache_limit_bytes\": " + std::to_string(rt::scratch_cache_limit()) +
        ", \"cached_bytes\": " + std::to_string(rt::scratch_cached_bytes()) +
        ", \"limit_bytes\": " + std::to_string(rt::scratch_limit()) +

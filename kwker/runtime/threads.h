@@ -11,6 +11,13 @@ namespace rt {
 // Calls from several user threads at once are serialised on the pool; a nested call runs inline.
 void run_parallel(int ntasks, void (*fn)(void *ctx, int task), void *ctx);
 
+// Runs fn(ctx, i) for i in [0, ntasks) on up to `threads` threads, the caller included; each
+// thread takes the next task as it comes free. A thread that starts late (its CPU busy with
+// another process, a worker woken late) leaves its share to the others: the call waits only
+// for tasks a thread has begun, never for a thread that has not started. Cut the work into
+// several tasks per thread for that to pay.
+void run_parallel_shared(int threads, int ntasks, void (*fn)(void *ctx, int task), void *ctx);
+
 // A runner that executes fn(ctx, i) for i in [0, ntasks) on another library's threads and
 // returns nonzero, or returns 0 to decline (the pool then runs them). Set per calling thread.
 using ExternalRunner = int (*)(int ntasks, void (*fn)(void *ctx, int task), void *ctx);
@@ -28,6 +35,10 @@ void set_user_max_threads(int n);
 // them off the calling thread's CPU before waking them (threads.cc, Placement).
 int pool_workers();
 int64_t placed_wakes();
+// Shared calls (run_parallel_shared) whose caller waited for another thread longer than it
+// worked (threads.cc, Contention); after each, such calls run on the caller alone for a while.
+int64_t late_calls();
+int64_t solo_spells();  // the spells on the caller alone that late calls started
 
 }  // namespace rt
 }  // namespace kwker

@@ -185,7 +185,7 @@ def render_text(report):
         th = rt.get("threads", {})
         out.append("Threads")
         for key in ("max_threads", "budget", "hardware", "affinity", "cgroup_limit",
-                    "pool_workers", "placed_wakes"):
+                    "pool_workers", "placed_wakes", "late_calls", "solo_spells"):
             _line(out, key, th.get(key))
         sc = rt.get("scratch", {})
         out.append("Scratch")

@@ -11,6 +11,8 @@
 #include <random>
 #include <string>
 #include <vector>
+#include <thread>
+#include <chrono>
 
 #include "kwker/kwker.h"
 #include "tests/native/harness.h"
@@ -405,12 +407,52 @@ void test_thread_runner() {
         "same bits whoever runs the tasks");
 }
 
+// A runner whose other threads start 3 ms late, as when another process holds their CPUs.
+int late_runner(int ntasks, void (*fn)(void *, int), void *ctx) {
+  ++g_runner_calls;
+  std::vector<std::thread> others;
+  for (int i = 1; i < ntasks; ++i)
+    others.emplace_back([=] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      fn(ctx, i);
+    });
+  fn(ctx, 0);
+  for (auto &t : others) t.join();
+  return 1;
+}
+
+// Shared calls (kwker_run_tasks, linear decode calls): the caller takes the tasks a late thread
+// leaves, and three late calls in a row run the next calls on the caller alone for a spell.
+void test_late_threads() {
+  g_where = "late threads";
+  if (std::thread::hardware_concurrency() < 2) return;  // one CPU: every call runs serially
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // no spell left from before
+  kwker_set_thread_runner(late_runner);
+  g_runner_calls = 0;
+  for (int call = 0; call < 4; ++call) {
+    std::vector<std::atomic<int>> seen(16);
+    for (auto &c : seen) c.store(0);
+    check(kwker_run_tasks(16, 2, count_task, seen.data()) == KWKER_OK, "runs");
+    for (auto &c : seen) check(c.load() == 1, "each task exactly once");
+  }
+  check(g_runner_calls == 3, "three late calls through the runner, the fourth on the caller alone");
+  std::this_thread::sleep_for(std::chrono::milliseconds(25));  // the first spell is 20 ms
+  std::vector<std::atomic<int>> seen(16);
+  for (auto &c : seen) c.store(0);
+  check(kwker_run_tasks(16, 2, count_task, seen.data()) == KWKER_OK, "runs after the spell");
+  for (auto &c : seen) check(c.load() == 1, "each task exactly once after the spell");
+  check(g_runner_calls == 4, "after the spell the runner is asked again");
+  kwker_set_thread_runner(nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // that call was late too
+}
+
 }  // namespace
 
 void run_linear_tests() {
   test_errors();
   test_run_tasks();
   test_thread_runner();
+  test_late_threads();
   for (int mode = 0; mode < 4; ++mode) {
     const int64_t shapes[][3] = {{1, 1, 1}, {1, 37, 7}, {5, 16, 1}, {13, 100, 7}, {33, 70, 2},
                                  {64, 576, 1}, {9, 33, 5}, {300, 256, 1}};

@@ -190,3 +190,28 @@ def test_torch_rows_leave_no_cache_folder(capsys, tmp_path, monkeypatch):
     res = run_json(capsys, "--no-avx2-baseline", "--only", "torch.sort/small vs")
     assert [r["name"] for r in res["rows"]] == ["torch.sort/small vs torch"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_contention_section_measures_each_phase_in_pairs():
+    """Section 15's machinery: two copies of a workload started together report every phase
+    (Kwker, competitor, Kwker on one thread), and the report renders the section's table."""
+    from kwker.bench import contention
+    res = contention.measure("stack-int8", "pair", seconds=0.6)
+    assert set(res["median_s"]) == {"kwker", "competitor", "kwker-1"}
+    assert all(v is not None and 0 < v < 5 for v in res["median_s"].values()), res
+    assert len(res["calls"]) == 2 and all(c["kwker"] > 0 for c in res["calls"]), res
+    assert "threads=1" in res["desc"]["kwker-1"]
+    assert contention.chosen(["contention/stack-int8"]) == ["stack-int8"]
+    assert "wake" in contention.chosen(["contention"])
+    md = contention.intro({"table": [{"workload": "stack-int8", "load": "pair",
+                                      "kwker_alone_s": 0.002, "kwker_s": 0.003,
+                                      "kwker_slowdown": 1.5, "competitor_alone_s": 0.01,
+                                      "competitor_s": 0.011, "competitor_slowdown": 1.1,
+                                      "kwker1_s": 0.003}]})
+    assert "| stack-int8 | pair | 2.00 ms | 3.00 ms | 1.50x | 3.00 ms |" in md
+
+
+def test_contention_child_failure_is_reported():
+    from kwker.bench import contention
+    with pytest.raises(RuntimeError, match="failed before it measured"):
+        contention.measure("no-such-workload", "alone", seconds=0.2)

@@ -100,6 +100,9 @@ SECTIONS = {
     # Run only with --only cpu_backend (bench/cpu_backend.py): it loads models for minutes.
     "14": "14. CPU backend: decode tok/s (batch 1, 64 new tokens, 2 threads, generate()) and a "
           "256-token prompt, each mode vs torch in its precision",
+    # Run only with --only contention (bench/contention.py): it starts processes of its own.
+    "15": "15. Contention: alone, beside a busy process and beside a second copy, each side's "
+          "slow-down (2 threads)",
 }
 
 

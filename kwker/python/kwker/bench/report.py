@@ -1,5 +1,5 @@
 """Markdown rendering and the targets summary of a kwker.bench result."""
-from . import cases, cpu_backend
+from . import cases, contention, cpu_backend
 
 
 def summary(rows):
@@ -148,7 +148,8 @@ def markdown(result):
                    and (key == "8" or _section_of(s["name"]) == key)]
         intro = (avx2_intro(env.get("avx2_baseline")) if key == "8" else
                  overhead_intro(env.get("call_overhead")) if key == "11" else
-                 cpu_backend.intro(env.get("cpu_backend")) if key == "14" else "")
+                 cpu_backend.intro(env.get("cpu_backend")) if key == "14" else
+                 contention.intro(env.get("contention")) if key == "15" else "")
         if not sec and not skipped and not intro:
             continue
         lines += [f"## {title}", ""]
@@ -217,6 +218,8 @@ def before_section(b):
 def _section_of(name):
     if name.startswith("cpu_backend"):
         return cpu_backend.SECTION
+    if name.startswith("contention"):
+        return contention.SECTION
     case_id = name.split(" vs ")[0]
     for case in cases.all_cases():
         if case.id == case_id:

@@ -11,7 +11,7 @@ import numpy as np
 
 import kwker
 
-from . import avx2, before, cases, cpu_backend, load, report, timing, torch_cases
+from . import avx2, before, cases, contention, cpu_backend, load, report, timing, torch_cases
 
 SCHEMA = "kwker.bench"
 SCHEMA_VERSION = 1
@@ -388,6 +388,17 @@ def main(argv=None):
             cpu_env = cpu_backend.run(runner, log, repeats=args.repeats or 5)
         except Exception as exc:  # a missing package or model: the section says why
             runner.skip("cpu_backend", f"error: {type(exc).__name__}: {exc}", error=True)
+    contention_env = None
+    if contention.selected(args.only):
+        log("section 15: contention (child processes alone, beside a busy process and in pairs;"
+            " several minutes)")
+        try:
+            contention_env = contention.run(runner, log, repeats=args.repeats or 5,
+                                            workloads=contention.chosen(args.only),
+                                            seconds=0.5 if preset == "smoke" else
+                                            contention.MEASURE_S)
+        except Exception as exc:  # a child that failed: the section says why
+            runner.skip("contention", f"error: {type(exc).__name__}: {exc}", error=True)
     avx2_info = runner.avx2_info
 
     wall = time.perf_counter() - wall0
@@ -398,6 +409,8 @@ def main(argv=None):
     env["other_load"] = meter.report()
     if cpu_env is not None:
         env["cpu_backend"] = cpu_env
+    if contention_env is not None:
+        env["contention"] = contention_env
     result = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
