@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -205,7 +207,10 @@ int pool_workers() {
   std::lock_guard<std::mutex> lk(g_pool->mu);
   return int(g_pool->threads.size());
 }
-int64_t placed_wakes() { return g_pool->narrowings.load(std::memory_order_relaxed); }
+int64_t runner_placements();
+int64_t placed_wakes() {
+  return g_pool->narrowings.load(std::memory_order_relaxed) + runner_placements();
+}
 void set_user_max_threads(int n) { g_user_max.store(n < 0 ? 0 : n); }
 
 int thread_budget() {
@@ -232,42 +237,45 @@ ExternalRunner set_thread_runner(ExternalRunner runner) {
 
 // Contention. A thread of the call that another process keeps off its CPU holds the call: the
 // pool waits for the tasks its workers have begun, and a runner (torch's OpenMP team) returns
-// only when all of its threads have checked in, however the tasks are shared. A shared call
-// whose caller then waited longer than it worked, and over kLateNs, is late. After kLateStreak
-// late calls in a row the shared calls run on the calling thread alone for a spell (kOffNs at
-// first, doubling with each further streak up to kOffMaxNs, halving with each call on time).
-// One late call alone changes nothing: a worker woken cold after a pause (the decode step's
-// first call after generate()'s own work) is late once, and the calls after it are on time.
-// Measured on the 2-vCPU AMD EPYC (a 16-layer linear stack, batch 1, two such processes at
-// once): 30 ms a pass on torch's threads before, 12.6-13.6 on the pool with tasks shared, one
-// thread 12.0-12.6; 6.5-7 alone.
-constexpr int64_t kLateNs = 100000, kOffNs = 20000000, kOffMaxNs = 1000000000;
-constexpr int kLateStreak = 3;
-std::atomic<int64_t> g_spells{0};
+// only when all of its threads have checked in, however the tasks are shared. So shared calls
+// keep account: of every kWindowNs of their wall time, how much the calling thread spent
+// waiting for others after its last task. Where that is over kWaitShare, the shared calls run on
+// the calling thread alone for a spell (kOffNs at first, doubling with each such window up to
+// kOffMaxNs, halving with each window under it). A share, not single calls: beside a busy
+// process the thread sharing its CPU with it runs for a time slice and is then preempted inside
+// a task, once per slice (a few ms), so the calls between are on time and only the share of
+// time lost shows it; a worker woken cold (the decode step's first call after generate()'s own
+// work, about 100 us per token of 5-10 ms) stays far below it. A call whose caller waited
+// longer than it worked, and over kLateNs, counts as late (runtime_info).
+constexpr int64_t kLateNs = 100000, kWindowNs = 20000000, kOffNs = 20000000,
+                  kOffMaxNs = 1000000000;
+constexpr double kWaitShare = 0.2;
 std::atomic<int64_t> g_off_until{0};
 std::atomic<int64_t> g_off_ns{kOffNs};
-std::atomic<int64_t> g_late{0};
-
-std::atomic<int> g_streak{0};
+std::atomic<int64_t> g_late{0}, g_spells{0};
+std::mutex g_window_mu;  // the window's two sums (shared calls are tens of us and up)
+int64_t g_window_ns = 0, g_waited_ns = 0;
 
 void verdict(int64_t worked, int64_t waited, int64_t now) {
-  if (waited > kLateNs && waited > worked) {
-    g_late.fetch_add(1, std::memory_order_relaxed);
-    if (g_streak.fetch_add(1, std::memory_order_relaxed) + 1 < kLateStreak) return;
-    g_streak.store(0, std::memory_order_relaxed);
-    const int64_t off = g_off_ns.load(std::memory_order_relaxed);
+  if (waited > kLateNs && waited > worked) g_late.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lk(g_window_mu);
+  g_window_ns += worked + waited;
+  g_waited_ns += waited;
+  if (g_window_ns < kWindowNs) return;
+  const int64_t off = g_off_ns.load(std::memory_order_relaxed);
+  if (double(g_waited_ns) > kWaitShare * double(g_window_ns)) {
     g_off_until.store(now + off, std::memory_order_relaxed);
     g_off_ns.store(off * 2 < kOffMaxNs ? off * 2 : kOffMaxNs, std::memory_order_relaxed);
     g_spells.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    g_streak.store(0, std::memory_order_relaxed);
-    const int64_t off = g_off_ns.load(std::memory_order_relaxed);
-    if (off > kOffNs) g_off_ns.store(off / 2, std::memory_order_relaxed);
+  } else if (off > kOffNs) {
+    g_off_ns.store(off / 2, std::memory_order_relaxed);
   }
+  g_window_ns = g_waited_ns = 0;
 }
 
 // The pool's side of a call: `threads` - 1 workers may join; the caller takes tasks too.
-static void pool_run(int threads, int ntasks, void (*fn)(void *, int), void *ctx, bool judge) {
+static void pool_run(int threads, int ntasks, void (*fn)(void *, int), void *ctx,
+                     bool judge) {
   Pool *p = g_pool;
   std::lock_guard<std::mutex> run_lock(p->run_mu);
   std::unique_lock<std::mutex> lk(p->mu);
@@ -287,11 +295,11 @@ static void pool_run(int threads, int ntasks, void (*fn)(void *, int), void *ctx
   p->pending.store(ntasks);
   p->generation.fetch_add(1, std::memory_order_release);
   if (p->sleepers.load() > 0) p->cv_work.notify_all();  // spinning workers see the counter
-  const int64_t t0 = judge ? now_ns() : 0;
+  const int64_t t0 = now_ns();
   drain(p, lk);
   // Only tasks a worker has begun are left: wait for those alone.
   if (p->pending.load() != 0) {
-    const int64_t t1 = judge ? now_ns() : 0;
+    const int64_t t1 = now_ns();
     lk.unlock();
     spin_until([&] { return p->pending.load(std::memory_order_acquire) == 0; });
     lk.lock();
@@ -301,10 +309,80 @@ static void pool_run(int threads, int ntasks, void (*fn)(void *, int), void *ctx
     return;
   }
   p->last_end_ns = now_ns();
+  if (judge) verdict(p->last_end_ns - t0, 0, p->last_end_ns);
 }
 
 
 namespace {
+// The runner's threads (torch's OpenMP team) are placed like the pool's workers (Placement):
+// after the caller slept, the kernel woke an OpenMP thread onto the caller's own CPU, where it
+// waited for the caller, who spun at the team's closing barrier until its time slice ended: a
+// linear call's first run after 100 ms asleep took 0.7-6.7 ms against 0.6-0.9 on the pool (2-vCPU
+// AMD EPYC, warm calls 0.12-0.19 ms). Each runner thread registers when it first takes part; a
+// call after kNarrowIdleNs of idle runner narrows the registered threads' masks by the caller's
+// CPU, and each thread, when it next takes part, puts back the mask it had.
+struct RunnerThread {
+  pid_t tid;
+  cpu_set_t own;  // its mask when last narrowed, put back by the thread itself
+};
+struct RunnerPlacement {
+  std::mutex mu;
+  std::vector<RunnerThread> threads;
+  std::atomic<int64_t> narrowings{0};
+  std::atomic<int64_t> last_end_ns{0};
+};
+RunnerPlacement *g_rp = new RunnerPlacement();
+thread_local int t_rp_slot = -1;     // this thread's entry in g_rp->threads
+thread_local int64_t t_rp_seen = 0;  // the narrowing it last undid
+
+void runner_thread_enter() {
+  RunnerPlacement &rp = *g_rp;
+  if (t_rp_slot < 0) {
+    RunnerThread t;
+    t.tid = pid_t(syscall(SYS_gettid));
+    CPU_ZERO(&t.own);
+    sched_getaffinity(0, sizeof(t.own), &t.own);
+    std::lock_guard<std::mutex> lk(rp.mu);
+    t_rp_slot = int(rp.threads.size());
+    t_rp_seen = rp.narrowings.load();
+    rp.threads.push_back(t);
+    return;
+  }
+  const int64_t n = rp.narrowings.load(std::memory_order_acquire);
+  if (n == t_rp_seen) return;
+  t_rp_seen = n;
+  cpu_set_t own;
+  {
+    std::lock_guard<std::mutex> lk(rp.mu);
+    own = rp.threads[size_t(t_rp_slot)].own;
+  }
+  sched_setaffinity(0, sizeof(own), &own);
+}
+
+// Before a runner call that follows an idle spell: every registered thread (still in this
+// process: /proc/self/task says so, a thread id may have been reused) off the caller's CPU.
+void narrow_runner_threads() {
+  RunnerPlacement &rp = *g_rp;
+  const int cpu = sched_getcpu();
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return;
+  std::lock_guard<std::mutex> lk(rp.mu);
+  bool any = false;
+  for (RunnerThread &t : rp.threads) {
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/self/task/%d", int(t.tid));
+    if (access(path, F_OK) != 0) continue;
+    cpu_set_t own, narrow;
+    CPU_ZERO(&own);
+    if (sched_getaffinity(t.tid, sizeof(own), &own) != 0 || !CPU_ISSET(cpu, &own)) continue;
+    narrow = own;
+    CPU_CLR(cpu, &narrow);
+    if (CPU_COUNT(&narrow) == 0) continue;
+    t.own = own;
+    if (sched_setaffinity(t.tid, sizeof(narrow), &narrow) == 0) any = true;
+  }
+  if (any) rp.narrowings.fetch_add(1, std::memory_order_release);
+}
+
 // Tasks claimed from one counter, for an external runner: each of its threads takes the next
 // task until none is left, so a runner thread that starts late finds the work done.
 struct Shared {
@@ -313,20 +391,37 @@ struct Shared {
   void (*fn)(void *, int);
   void *ctx;
   pthread_t caller;
-  int64_t caller_begin = 0, caller_end = 0;  // when the calling thread took its first and
-                                             // ran out of tasks (0: it took none)
+  int64_t caller_end = 0;  // when the calling thread ran out of tasks (0: it took none)
 };
 void claim_shared(void *c, int) {
   Shared &s = *static_cast<Shared *>(c);
   const bool caller = pthread_equal(pthread_self(), s.caller);
-  if (caller) s.caller_begin = now_ns();
+  if (!caller) runner_thread_enter();
   for (int i; (i = s.next.fetch_add(1, std::memory_order_relaxed)) < s.ntasks;) s.fn(s.ctx, i);
   if (caller) s.caller_end = now_ns();
+}
+
+// The runner's side of a call; false when it declined (nothing ran). judge: keep account.
+bool runner_run(int threads, int ntasks, void (*fn)(void *, int), void *ctx, bool judge) {
+  Shared s;
+  s.ntasks = ntasks;
+  s.fn = fn;
+  s.ctx = ctx;
+  s.caller = pthread_self();
+  const int64_t t0 = now_ns();
+  if (t0 - g_rp->last_end_ns.load(std::memory_order_relaxed) >= kNarrowIdleNs)
+    narrow_runner_threads();
+  if (!t_runner(threads, claim_shared, &s)) return false;  // a runner declines before it runs any
+  const int64_t t1 = now_ns();
+  g_rp->last_end_ns.store(t1, std::memory_order_relaxed);
+  if (judge && s.caller_end != 0) verdict(s.caller_end - t0, t1 - s.caller_end, t1);
+  return true;
 }
 
 }  // namespace
 
 int64_t late_calls() { return g_late.load(std::memory_order_relaxed); }
+int64_t runner_placements() { return g_rp->narrowings.load(std::memory_order_relaxed); }
 int64_t solo_spells() { return g_spells.load(std::memory_order_relaxed); }
 
 void run_parallel_shared(int threads, int ntasks, void (*fn)(void *, int), void *ctx) {
@@ -335,27 +430,18 @@ void run_parallel_shared(int threads, int ntasks, void (*fn)(void *, int), void 
     for (int i = 0; i < ntasks; ++i) fn(ctx, i);
     return;
   }
-  if (t_runner) {
-    Shared s;
-    s.ntasks = ntasks;
-    s.fn = fn;
-    s.ctx = ctx;
-    s.caller = pthread_self();
-    if (t_runner(threads, claim_shared, &s)) {  // a runner declines before it runs any
-      const int64_t t1 = now_ns();
-      if (s.caller_end != 0) verdict(s.caller_end - s.caller_begin, t1 - s.caller_end, t1);
-      return;
-    }
-  }
+  if (t_runner && runner_run(threads, ntasks, fn, ctx, true)) return;
   pool_run(threads, ntasks, fn, ctx, true);
 }
 
+// A task per thread (the sorts' splits and buckets, the prompt kernels' ranges): no account
+// kept and no spell. A sort's buckets may differ in size, so its caller's wait says little.
 void run_parallel(int ntasks, void (*fn)(void *, int), void *ctx) {
   if (ntasks <= 1 || t_in_task) {
     for (int i = 0; i < ntasks; ++i) fn(ctx, i);
     return;
   }
-  if (t_runner && t_runner(ntasks, fn, ctx)) return;
+  if (t_runner && runner_run(ntasks, ntasks, fn, ctx, false)) return;
   pool_run(ntasks, ntasks, fn, ctx, false);
 }
 

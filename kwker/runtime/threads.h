@@ -7,7 +7,7 @@
 namespace kwker {
 namespace rt {
 
-// Runs fn(ctx, i) for i in [0, ntasks) on up to ntasks threads (the caller runs task 0).
+// Runs fn(ctx, i) for i in [0, ntasks) on up to ntasks threads (the caller takes tasks too).
 // Calls from several user threads at once are serialised on the pool; a nested call runs inline.
 void run_parallel(int ntasks, void (*fn)(void *ctx, int task), void *ctx);
 
@@ -36,9 +36,10 @@ void set_user_max_threads(int n);
 int pool_workers();
 int64_t placed_wakes();
 // Shared calls (run_parallel_shared) whose caller waited for another thread longer than it
-// worked (threads.cc, Contention); after each, such calls run on the caller alone for a while.
+// worked, and the spells in which shared calls ran on the caller alone because such waits took
+// over a fifth of their time (threads.cc, Contention).
 int64_t late_calls();
-int64_t solo_spells();  // the spells on the caller alone that late calls started
+int64_t solo_spells();
 
 }  // namespace rt
 }  // namespace kwker

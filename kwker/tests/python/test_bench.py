@@ -215,3 +215,20 @@ def test_contention_child_failure_is_reported():
     from kwker.bench import contention
     with pytest.raises(RuntimeError, match="failed before it measured"):
         contention.measure("no-such-workload", "alone", seconds=0.2)
+
+
+@pytest.mark.skipif("avx2" not in __import__("kwker").available_isas(),
+                    reason="this CPU has no AVX2: nothing to hold the run to")
+def test_isa_avx2_holds_every_competitor(capfd):
+    """--isa avx2 re-runs the benchmark in a child held to AVX2 (kwker's engine, NumPy's
+    dispatch, torch's capability) and the report names what each ran."""
+    assert bench.main(["--isa", "avx2", "--smoke", "--json", "--quiet",
+                       "--only", "sort/int32/t1 vs np.sort", "--only", "torch.sort/float32"]) == 0
+    out = json.loads(capfd.readouterr().out)
+    env = out["environment"]
+    assert env["engine"] == "avx2" and env["held"]["kwker_engine"] == "avx2"
+    assert env["held"]["numpy_avx512"] is False, env["numpy_simd"]
+    assert str(env["held"]["torch_cpu_capability"]).upper() in ("AVX2", "DEFAULT")
+    assert any("Polars" in n for n in env["held"]["not_held"])
+    assert out["rows"] and all(r["name"].startswith(("sort/", "torch")) for r in out["rows"])
+    assert "--isa" not in " ".join(out["argv"]) and "--no-avx2-baseline" in out["argv"]

@@ -232,6 +232,12 @@ def table(result):
               "while each engine ran."]
     if env.get("system_info"):
         lines.append(f"llama.cpp build: `{env['system_info']}`")
+    if env.get("isa"):
+        lines.append(f"Held to: {env['isa']}. Kwker engine: {env.get('kwker_engine')}; torch CPU "
+                     f"capability: {env.get('torch_cpu_capability')}; llama.cpp: "
+                     f"{'AVX-512 in its build' if env.get('llama_avx512') else 'no AVX-512 in its build'}.")
+        for note in env.get("not_held", []):
+            lines.append(f"- **not held to {env['isa']}**: {note}")
     for r in rows:
         busy = [e for e in ENGINES if ((r.get(e) or {}).get("other_cpu_fraction") or 0) > BUSY]
         if busy:
@@ -246,6 +252,31 @@ def table(result):
 
 
 
+def engines_held(isa, system_info):
+    """What each engine runs with in this environment (the workers inherit it), and for
+    isa="avx2" which of them is not held to AVX2."""
+    import kwker
+    out = {"isa": isa, "kwker_engine": kwker.get_isa(),
+           "llama_avx512": "AVX512 = 1" in (system_info or "")}
+    try:
+        import torch
+        out["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    except Exception as exc:  # torch missing or broken: say so rather than guess
+        out["torch_cpu_capability"] = f"unknown ({type(exc).__name__})"
+    notes = []
+    if isa == "avx2":
+        if out["kwker_engine"] != "avx2":
+            notes.append(f"Kwker runs its {out['kwker_engine']} engine (set KWKER_ISA=avx2)")
+        if out["llama_avx512"]:
+            notes.append("llama.cpp was built with AVX-512 (make bench-llm BENCH_LLM_ISA=avx2 "
+                         "builds one without)")
+        if str(out["torch_cpu_capability"]).upper() not in ("AVX2", "DEFAULT"):
+            notes.append(f"torch runs {out['torch_cpu_capability']} (set "
+                         "ATEN_CPU_CAPABILITY=avx2)")
+    out["not_held"] = notes
+    return out
+
+
 def _parse(argv):
     p = argparse.ArgumentParser(prog="python -m kwker.bench.llm_llamacpp",
                                 description="llama.cpp vs kwker.cpu_backend on SmolLM2-135M GGUF "
@@ -253,6 +284,10 @@ def _parse(argv):
     p.add_argument("--out", default=os.path.join("build", "bench-llm"),
                    help="folder for models/, result.json and result.md (default build/bench-llm)")
     p.add_argument("--repeats", type=int, default=5, help="interleaved repeats (default 5)")
+    p.add_argument("--isa", choices=("native", "avx2"), default="native",
+                   help="what the run holds every engine to: native, or avx2 (make bench-llm "
+                        "BENCH_LLM_ISA=avx2 sets KWKER_ISA=avx2, ATEN_CPU_CAPABILITY=avx2 and a "
+                        "llama.cpp built without AVX-512); the report checks each engine")
     p.add_argument("--formats", default=",".join(llm_formats.FORMATS),
                    help=f"comma-separated subset of {','.join(llm_formats.FORMATS)}")
     a = p.parse_args(argv)
@@ -283,6 +318,7 @@ def main(argv=None):
             "prompt_tokens": PROMPT_TOKENS, "llama_cpp_python": llama_cpp.__version__,
             "system_info": llama_cpp.llama_print_system_info().decode().strip(),
             "kwker_cache_dir": env["KWKER_CACHE_DIR"], "loadavg_1min_start": _loadavg()}
+    info.update(engines_held(a.isa, info["system_info"]))
     print(f"make bench-llm: preparing {', '.join(a.formats)} in {os.path.join(out, 'models')}",
           flush=True)
     paths, info["converter"] = llm_formats.prepare(os.path.join(out, "models"), a.formats,

@@ -43,6 +43,12 @@ def header(env):
     libs = "; ".join(f"{k} sha256 {v['sha256_12']} built {v['mtime']}"
                      for k, v in (env.get("binaries") or {}).items())
     libs = f" · binaries: {libs}" if libs else ""
+    hv = env.get("held")
+    if hv:
+        libs += (f" · **held to {hv['isa']}**: kwker engine `{hv['kwker_engine']}`, NumPy "
+                 f"{'AVX-512' if hv['numpy_avx512'] else 'without AVX-512'} (dispatch found: "
+                 f"{', '.join(hv.get('numpy_dispatch_found') or [])}), torch CPU capability "
+                 f"{hv.get('torch_cpu_capability')}; not held: {'; '.join(hv['not_held'])}")
     return (f"**Machine:** {env.get('cpu_brand')} ({env.get('cpu_vendor')}), "
             f"{env.get('logical_cpus')} logical CPUs · **kwker** {env['kwker_version']}, "
             f"engine `{env['engine']}` (engines: {', '.join(env['engines'])}), backend "

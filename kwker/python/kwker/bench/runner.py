@@ -46,6 +46,11 @@ def _parser():
                         "ctypes in this process, in the same interleaved repeats (10 by "
                         "default, whole pairs), and report before / after per case (the "
                         "AVX2-only and CPU-backend sections excepted)")
+    p.add_argument("--isa", choices=("native", "avx2"), default="native",
+                   help="avx2: the whole run held to AVX2, in a child process: kwker's avx2 "
+                        "engine (KWKER_ISA), NumPy without its AVX-512 dispatch "
+                        "(NPY_DISABLE_CPU_FEATURES), torch at ATEN_CPU_CAPABILITY=avx2; Polars "
+                        "and pandas run as they are (no run-time switch; the report says so)")
     p.add_argument("--save", metavar="PATH",
                    help="also write the JSON result to PATH (the Markdown still goes to stdout)")
     p.add_argument("--list", action="store_true", help="list the row names and exit")
@@ -304,12 +309,71 @@ def _run_all(runner, plan, avx2_plan, do_avx2, preset, log):
             child.close()
 
 
+# Set in the child that --isa avx2 starts, so that it runs the benchmark instead of starting another.
+ISA_CHILD = "KWKER_BENCH_ISA"
+
+
+def held_env(isa):
+    """The environment variables that hold every competitor to `isa` (only "avx2")."""
+    return {"KWKER_ISA": "avx2", "NPY_DISABLE_CPU_FEATURES": avx2.DISABLE,
+            "ATEN_CPU_CAPABILITY": "avx2", ISA_CHILD: isa}
+
+
+def _run_held(argv, isa):
+    """Re-runs this benchmark in a child whose NumPy and torch start held to `isa` (both read
+    their switch at import, which this process has done); its output is this run's."""
+    import os
+    import subprocess
+    rest, skip = [], False
+    for i, a in enumerate(argv):   # drop --isa X / --isa=X: the child runs with the env
+        if skip:
+            skip = False
+            continue
+        if a == "--isa":
+            skip = True
+            continue
+        if not a.startswith("--isa="):
+            rest.append(a)
+    if "--no-avx2-baseline" not in rest:
+        rest.append("--no-avx2-baseline")   # section 8 is this mode's NumPy row by row
+    env = dict(os.environ)
+    env.update(held_env(isa))
+    return subprocess.call([sys.executable, "-m", "kwker", "bench"] + rest, env=env)
+
+
+def held(env_isa, mods):
+    """What each competitor ran, for the report of a run held to env_isa."""
+    simd = avx2.numpy_simd()
+    torch = mods.get("torch")
+    cap = None
+    if torch is not None:
+        try:
+            cap = torch.backends.cpu.get_cpu_capability()
+        except Exception:
+            cap = None
+    out = {"isa": env_isa, "kwker_engine": kwker.get_isa(),
+           "numpy_avx512": bool(simd.get("X86_V4")),
+           "numpy_dispatch_found": simd.get("dispatch_found"),
+           "torch_cpu_capability": cap,
+           "not_held": ["Polars and pandas (no run-time ISA switch; they run as installed)"]}
+    if out["kwker_engine"] != env_isa:
+        out["not_held"].append(f"kwker runs its {out['kwker_engine']} engine")
+    if out["numpy_avx512"]:
+        out["not_held"].append("NumPy still dispatches to AVX-512")
+    if cap is not None and str(cap).upper() not in (env_isa.upper(), "DEFAULT"):
+        out["not_held"].append(f"torch runs {cap}")
+    return out
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:          # --help or a bad option
         return int(exc.code or 0)
+    import os
+    if args.isa != "native" and os.environ.get(ISA_CHILD) != args.isa and not args.list:
+        return _run_held(argv, args.isa)
     if args.repeats is not None and args.repeats < 1:
         print("kwker bench: --repeats must be >= 1", file=sys.stderr)
         return 2
@@ -411,6 +475,8 @@ def main(argv=None):
         env["cpu_backend"] = cpu_env
     if contention_env is not None:
         env["contention"] = contention_env
+    if os.environ.get(ISA_CHILD):
+        env["held"] = held(os.environ[ISA_CHILD], runner.mods)
     result = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
