@@ -10,7 +10,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
-#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -139,15 +138,20 @@ void worker_main(Pool *p) {
 // Narrows every worker's mask to the caller's without the caller's CPU (see Placement). Under
 // run_mu and mu, on calls that found a worker blocked. Failures (a CPU set the kernel refuses)
 // leave the masks as they were.
+// narrow = wide without cpu; false when nothing is left (nowhere else to go).
+bool without_cpu(const cpu_set_t &wide, int cpu, cpu_set_t &narrow) {
+  narrow = wide;
+  CPU_CLR(cpu, &narrow);
+  return CPU_COUNT(&narrow) > 0;
+}
+
 void narrow_workers(Pool *p) {
   const int cpu = sched_getcpu();
   if (cpu < 0 || cpu >= CPU_SETSIZE) return;
   cpu_set_t wide, narrow;
   CPU_ZERO(&wide);
   if (sched_getaffinity(0, sizeof(wide), &wide) != 0) return;
-  narrow = wide;
-  CPU_CLR(cpu, &narrow);
-  if (CPU_COUNT(&narrow) == 0) return;  // the caller may use one CPU only: nowhere else to go
+  if (!without_cpu(wide, cpu, narrow)) return;  // the caller may use one CPU only
   for (pthread_t t : p->threads) pthread_setaffinity_np(t, sizeof(narrow), &narrow);
   p->wide_mask = wide;
   p->narrowings.fetch_add(1);
@@ -295,21 +299,19 @@ static void pool_run(int threads, int ntasks, void (*fn)(void *, int), void *ctx
   p->pending.store(ntasks);
   p->generation.fetch_add(1, std::memory_order_release);
   if (p->sleepers.load() > 0) p->cv_work.notify_all();  // spinning workers see the counter
-  const int64_t t0 = now_ns();
+  const int64_t t0 = judge ? now_ns() : 0;
   drain(p, lk);
+  int64_t t1 = 0;  // when the caller ran out of tasks, if workers still held some
   // Only tasks a worker has begun are left: wait for those alone.
   if (p->pending.load() != 0) {
-    const int64_t t1 = now_ns();
+    t1 = now_ns();
     lk.unlock();
     spin_until([&] { return p->pending.load(std::memory_order_acquire) == 0; });
     lk.lock();
     p->cv_done.wait(lk, [&] { return p->pending.load() == 0; });
-    p->last_end_ns = now_ns();
-    if (judge) verdict(t1 - t0, p->last_end_ns - t1, p->last_end_ns);
-    return;
   }
-  p->last_end_ns = now_ns();
-  if (judge) verdict(p->last_end_ns - t0, 0, p->last_end_ns);
+  const int64_t end = p->last_end_ns = now_ns();
+  if (judge) verdict((t1 ? t1 : end) - t0, t1 ? end - t1 : 0, end);
 }
 
 
@@ -374,9 +376,7 @@ void narrow_runner_threads() {
     cpu_set_t own, narrow;
     CPU_ZERO(&own);
     if (sched_getaffinity(t.tid, sizeof(own), &own) != 0 || !CPU_ISSET(cpu, &own)) continue;
-    narrow = own;
-    CPU_CLR(cpu, &narrow);
-    if (CPU_COUNT(&narrow) == 0) continue;
+    if (!without_cpu(own, cpu, narrow)) continue;
     t.own = own;
     if (sched_setaffinity(t.tid, sizeof(narrow), &narrow) == 0) any = true;
   }
@@ -424,25 +424,27 @@ int64_t late_calls() { return g_late.load(std::memory_order_relaxed); }
 int64_t runner_placements() { return g_rp->narrowings.load(std::memory_order_relaxed); }
 int64_t solo_spells() { return g_spells.load(std::memory_order_relaxed); }
 
-void run_parallel_shared(int threads, int ntasks, void (*fn)(void *, int), void *ctx) {
+// shared: tasks may outnumber threads, and the call keeps account and heeds a spell
+// (Contention); run_parallel's one task per thread does neither.
+static void run(int threads, int ntasks, void (*fn)(void *, int), void *ctx, bool shared) {
   if (threads > ntasks) threads = ntasks;
-  if (threads <= 1 || t_in_task || now_ns() < g_off_until.load(std::memory_order_relaxed)) {
+  if (threads <= 1 || t_in_task ||
+      (shared && now_ns() < g_off_until.load(std::memory_order_relaxed))) {
     for (int i = 0; i < ntasks; ++i) fn(ctx, i);
     return;
   }
-  if (t_runner && runner_run(threads, ntasks, fn, ctx, true)) return;
-  pool_run(threads, ntasks, fn, ctx, true);
+  if (t_runner && runner_run(threads, ntasks, fn, ctx, shared)) return;
+  pool_run(threads, ntasks, fn, ctx, shared);
+}
+
+void run_parallel_shared(int threads, int ntasks, void (*fn)(void *, int), void *ctx) {
+  run(threads, ntasks, fn, ctx, true);
 }
 
 // A task per thread (the sorts' splits and buckets, the prompt kernels' ranges): no account
 // kept and no spell. A sort's buckets may differ in size, so its caller's wait says little.
 void run_parallel(int ntasks, void (*fn)(void *, int), void *ctx) {
-  if (ntasks <= 1 || t_in_task) {
-    for (int i = 0; i < ntasks; ++i) fn(ctx, i);
-    return;
-  }
-  if (t_runner && runner_run(ntasks, ntasks, fn, ctx, false)) return;
-  pool_run(ntasks, ntasks, fn, ctx, false);
+  run(ntasks, ntasks, fn, ctx, false);
 }
 
 }  // namespace rt

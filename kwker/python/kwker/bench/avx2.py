@@ -152,3 +152,22 @@ def child_main():
                 send({"error": f"unknown op {op!r}"})
         except Exception as exc:
             send({"error": f"{type(exc).__name__}: {exc}"})
+
+
+def kwker_torch_held(isa, torch):
+    """Kwker's engine and torch's CPU capability, and notes on whichever of the two is not held
+    to `isa` (the reports of runs held to AVX2: python -m kwker bench --isa, make bench-llm)."""
+    import kwker
+    engine = kwker.get_isa()
+    cap = None
+    if torch is not None:
+        try:
+            cap = torch.backends.cpu.get_cpu_capability()
+        except Exception as exc:  # a broken torch: say so rather than guess
+            cap = f"unknown ({type(exc).__name__})"
+    notes = []
+    if engine != isa:
+        notes.append(f"kwker runs its {engine} engine (set KWKER_ISA={isa})")
+    if cap is not None and str(cap).upper() not in (isa.upper(), "DEFAULT"):
+        notes.append(f"torch runs {cap} (set ATEN_CPU_CAPABILITY={isa})")
+    return {"kwker_engine": engine, "torch_cpu_capability": cap}, notes

@@ -267,6 +267,16 @@ def measure(workload, load, seconds=MEASURE_S):
             "calls": [r["calls"] for r in results]}
 
 
+def _med(xs):
+    """Median of the values a phase produced (None where no call fit in its slots)."""
+    xs = [v for v in xs if v is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _q(a, b):
+    return None if a is None or b is None else a / b
+
+
 def _row(name, kdesc, cdesc, ratios, target, extra):
     med = statistics.median(ratios)
     row = {"name": name, "section": SECTION, "baseline": "native", "n": 1, "shape": None,
@@ -295,13 +305,6 @@ def run(runner, log, repeats=5, workloads=None, seconds=MEASURE_S):
                     f"{k} {'—' if v is None else f'{v * 1e3:.2f} ms'}" for k, v in m.items()))
         desc = runs["alone"][0]["desc"]
         alone = runs["alone"]
-
-        def _med(xs):
-            xs = [v for v in xs if v is not None]
-            return statistics.median(xs) if xs else None
-
-        def _q(a, b):
-            return None if a is None or b is None else a / b
         med = {ld: {k: _med(x["median_s"][k] for x in runs[ld])
                     for k in ("kwker", "competitor", "kwker-1")} for ld in loads}
         if wl == "stack-mixed":

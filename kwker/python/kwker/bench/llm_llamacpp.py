@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from . import llm_formats, llm_workers
+from . import avx2, llm_formats, llm_workers
 from .llm_workers import NEW_TOKENS as NEW
 from .load import _loadavg, _machine_busy_s, _own_cpu_s
 
@@ -255,24 +255,17 @@ def table(result):
 def engines_held(isa, system_info):
     """What each engine runs with in this environment (the workers inherit it), and for
     isa="avx2" which of them is not held to AVX2."""
-    import kwker
-    out = {"isa": isa, "kwker_engine": kwker.get_isa(),
-           "llama_avx512": "AVX512 = 1" in (system_info or "")}
     try:
         import torch
-        out["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
-    except Exception as exc:  # torch missing or broken: say so rather than guess
-        out["torch_cpu_capability"] = f"unknown ({type(exc).__name__})"
-    notes = []
-    if isa == "avx2":
-        if out["kwker_engine"] != "avx2":
-            notes.append(f"Kwker runs its {out['kwker_engine']} engine (set KWKER_ISA=avx2)")
-        if out["llama_avx512"]:
-            notes.append("llama.cpp was built with AVX-512 (make bench-llm BENCH_LLM_ISA=avx2 "
-                         "builds one without)")
-        if str(out["torch_cpu_capability"]).upper() not in ("AVX2", "DEFAULT"):
-            notes.append(f"torch runs {out['torch_cpu_capability']} (set "
-                         "ATEN_CPU_CAPABILITY=avx2)")
+    except Exception:  # torch missing or broken: its capability is then unknown
+        torch = None
+    out, notes = avx2.kwker_torch_held(isa, torch)
+    out.update({"isa": isa, "llama_avx512": "AVX512 = 1" in (system_info or "")})
+    if isa != "avx2":
+        notes = []
+    elif out["llama_avx512"]:
+        notes.append("llama.cpp was built with AVX-512 (make bench-llm BENCH_LLM_ISA=avx2 "
+                     "builds one without)")
     out["not_held"] = notes
     return out
 

@@ -325,7 +325,7 @@ def _run_held(argv, isa):
     import os
     import subprocess
     rest, skip = [], False
-    for i, a in enumerate(argv):   # drop --isa X / --isa=X: the child runs with the env
+    for a in argv:   # drop --isa X / --isa=X: the child runs with the env
         if skip:
             skip = False
             continue
@@ -344,24 +344,13 @@ def _run_held(argv, isa):
 def held(env_isa, mods):
     """What each competitor ran, for the report of a run held to env_isa."""
     simd = avx2.numpy_simd()
-    torch = mods.get("torch")
-    cap = None
-    if torch is not None:
-        try:
-            cap = torch.backends.cpu.get_cpu_capability()
-        except Exception:
-            cap = None
-    out = {"isa": env_isa, "kwker_engine": kwker.get_isa(),
-           "numpy_avx512": bool(simd.get("X86_V4")),
-           "numpy_dispatch_found": simd.get("dispatch_found"),
-           "torch_cpu_capability": cap,
-           "not_held": ["Polars and pandas (no run-time ISA switch; they run as installed)"]}
-    if out["kwker_engine"] != env_isa:
-        out["not_held"].append(f"kwker runs its {out['kwker_engine']} engine")
+    out, notes = avx2.kwker_torch_held(env_isa, mods.get("torch"))
+    out.update({"isa": env_isa, "numpy_avx512": bool(simd.get("X86_V4")),
+                "numpy_dispatch_found": simd.get("dispatch_found"),
+                "not_held": ["Polars and pandas (no run-time ISA switch; they run as installed)"]
+                + notes})
     if out["numpy_avx512"]:
         out["not_held"].append("NumPy still dispatches to AVX-512")
-    if cap is not None and str(cap).upper() not in (env_isa.upper(), "DEFAULT"):
-        out["not_held"].append(f"torch runs {cap}")
     return out
 
 
