@@ -227,6 +227,7 @@ KWKER_API const char *kwker_linear_kernel(int mode, int64_t m) {
       default: break;
     }
   }
+  if ((mode == kLinInt8 || mode == kLinInt4) && m >= kLinPromptRows) return linear_table(eid).int_prompt;
   return linear_table(eid).name;
 }
 

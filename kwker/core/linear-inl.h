@@ -15,8 +15,9 @@
 //     32-block is rebuilt as w = add(mul(d, q), min) / mul(d, q) (GGUF's dequantiser, so the
 //     float32 weights themselves), then acc[l] = fma(w, x, acc[l]) as "high": the same bits;
 //   - the 16 lanes reduce as l + (l+8), then + (l+4), + (l+2), + (l+1); the bias is added last.
-// Activations stay float32 (weight-only quantisation), except on the avx512 engine's prompt
-// kernels (core/linear_prompt.h: AMX / VNNI from kLinPromptRows rows).
+// Activations stay float32 (weight-only quantisation), except in int8 / int4 prompt rows
+// (core/linear_prompt.h: from kLinPromptRows rows, x quantised to int8 on every engine; AMX /
+// VNNI on the avx512 engine, core/linear_int-inl.h elsewhere, the same bits).
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -771,6 +772,8 @@ void run_task(void *ctx, int task) {
   }
 }
 
+#include "core/linear_int-inl.h"
+
 // Pads x to kp columns (zeros) and, for int4, computes each group's lane-wise sums of x.
 int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, const void *packed,
                int64_t n, int64_t group, const float *bias, float *y) {
@@ -783,6 +786,8 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
 #endif
   if ((mode == kLinF32 || mode == kLinBF16 || lin_exact_blocks(mode)) && m >= kLinPromptRows)
     return prompt_run(ctx, mode, x, m, k, packed, n, group, bias, y);
+  if ((mode == kLinInt8 || mode == kLinInt4) && m >= kLinPromptRows)
+    return intp::run(ctx, mode, x, m, k, packed, n, group, bias, y);
   const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t ng = mode == kLinInt4 ? kp / group : 0;
   // Decode-sized (a few KiB): plain aligned memory, reused hot by malloc; 64-byte aligned so
@@ -826,7 +831,7 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
 }
 
 inline const LinearTable &make_linear_table(const char *name) {
-  static const LinearTable t = {name, linear_run};
+  static const LinearTable t = {name, intp::kName, linear_run};
   return t;
 }
 

@@ -1,11 +1,13 @@
 // The CPU backend's prompt kernels: from kLinPromptRows rows up, the avx512 engine runs
 // "medium", int8 and int4 on AMX tiles (where the CPU has them, Linux grants them and
-// KWKER_AMX is not 0) or, for int8 and int4, on AVX-512 VNNI (engines/avx512/linear_prompt.cc).
+// KWKER_AMX is not 0) or, for int8 and int4, on AVX-512 VNNI (engines/avx512/linear_prompt.cc);
+// every other engine (and avx512 without VNNI) runs int8 and int4 prompts with the same
+// arithmetic on byte multiply-adds (AVX2) or in scalar code (core/linear_int-inl.h).
 //   int8 / int4: x is quantised per row and 32-block to int8 (Q8_0: dx = max|x| / 127,
 //     q = round-to-nearest-even(x * (127 / max|x|))), each block's dot product with the weights
 //     is an exact int32, and acc = fma(float(isum), dw * dx, acc) per block in K order (int4 adds
-//     acc = fma(float(sum q), min * dx, acc)); the bias is added last. AMX and VNNI give the same
-//     bits; other engines (and fewer rows) keep float activations.
+//     acc = fma(float(sum q), min * dx, acc)); the bias is added last. AMX, VNNI, AVX2 and the scalar
+//     code give the same bits; fewer rows (the decode step) keep float activations.
 //   medium: x rounded to bfloat16; on AMX TDPBF16PS accumulates in float32 in the tile unit's
 //     own order, without AMX (AVX512_BF16) VDPBF16PS adds two products per lane and k pair in k
 //     order; KWKER_AMX=0 gives the float kernels' results back.

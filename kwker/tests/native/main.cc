@@ -224,14 +224,18 @@ void test_threads_and_modes() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char **argv) {
   const char *engines[] = {"portable", "sse4.2", "avx2", "avx512"};
   for (const char *e : engines) {
     if (kwker_isa_supported(e)) g_engines.push_back(e);
     else std::printf("engine %s: SKIPPED (this CPU does not run it)\n", e);
   }
   // Each part's wall time is printed so the suite's share of `make test` stays visible.
-  auto timed = [](const char *name, void (*part)()) {
+  // `kwker_native_tests linear pairs` runs only the parts named (while working on one of them).
+  auto timed = [argc, argv](const char *name, void (*part)()) {
+    bool wanted = argc < 2;
+    for (int i = 1; i < argc; ++i) wanted = wanted || std::strcmp(argv[i], name) == 0;
+    if (!wanted) return;
     auto t0 = std::chrono::steady_clock::now();
     part();
     std::printf("%s: %.1f s\n", name,

@@ -70,8 +70,9 @@ def test_optimize_replaces_every_linear_and_keeps_the_original(mode):
 @needs_ops
 @pytest.mark.parametrize("mode", cb.MODES)
 def test_prompt_rows_on_every_kernel_this_cpu_runs(mode, monkeypatch):
-    """40 rows (a prompt) on awkward shapes: within each mode's bound of a float64 reference on
-    AMX, VNNI and the float kernels alike; AMX and VNNI int8 give the same bits."""
+    """40 rows (a prompt) on awkward shapes, on every engine this CPU runs: within each mode's
+    bound of a float64 reference on AMX, VNNI, AVX2 and the float kernels alike; in int8 / int4
+    every engine's kernel (amx-int8, vnni-int8, avx2-int8, scalar-int8) gives the same bits."""
     from kwker.cpu_backend import _status
     torch.manual_seed(3)
     lin = torch.nn.Linear(100, 37)
@@ -80,18 +81,24 @@ def test_prompt_rows_on_every_kernel_this_cpu_runs(mode, monkeypatch):
     ref = (x.double() @ lin.weight.double().T + lin.bias.double()).detach()
     opt = cb.optimize(torch.nn.Sequential(lin), mode)
     outs = {}
-    for amx in ("1", "0"):
-        monkeypatch.setenv("KWKER_AMX", amx)
-        kern = _status.linear_kernels()["prompt"][mode]
-        with torch.no_grad():
-            outs[kern] = got = opt(x).double()
-        assert got[5].isnan().all() and not got[torch.arange(40) != 5].isnan().any(), kern
-        keep = torch.arange(40) != 5
-        err = float((got[keep] - ref[keep]).abs().max() / ref[keep].abs().max())
-        bound = {"high": 1e-5, "medium": 2e-2, "int8": 3e-2, "int4": 0.3}[mode]
-        assert err < bound, (kern, err)
-    if "amx-int8" in outs and "vnni-int8" in outs:
-        assert torch.equal(outs["amx-int8"].nan_to_num(), outs["vnni-int8"].nan_to_num())
+    with kwker.config():
+        for engine in kwker.available_isas():
+            kwker.set_isa(engine)
+            for amx in ("1", "0"):
+                monkeypatch.setenv("KWKER_AMX", amx)
+                kern = _status.linear_kernels()["prompt"][mode]
+                with torch.no_grad():
+                    outs[kern] = got = opt(x).double()
+                assert got[5].isnan().all() and not got[torch.arange(40) != 5].isnan().any(), kern
+                keep = torch.arange(40) != 5
+                err = float((got[keep] - ref[keep]).abs().max() / ref[keep].abs().max())
+                bound = {"high": 1e-5, "medium": 2e-2, "int8": 3e-2, "int4": 0.3}[mode]
+                assert err < bound, (kern, err)
+    if mode in ("int8", "int4"):
+        assert all(k.endswith("-int8") for k in outs), outs.keys()
+        first = next(iter(outs.values())).nan_to_num()
+        for kern, got in outs.items():
+            assert torch.equal(got.nan_to_num(), first), kern
 
 
 @needs_ops
@@ -218,7 +225,7 @@ def test_kwker_amx_rejects_invalid_values(monkeypatch):
     monkeypatch.setenv("KWKER_AMX", "0")
     assert _status.amx_status({"amx": True})["reason"] == "KWKER_AMX=0 is set"
     kern = _status.linear_kernels()
-    assert kern["prompt"]["int8"] in (kern["engine"], "vnni-int8")  # never AMX with KWKER_AMX=0
+    assert kern["prompt"]["int8"] in ("vnni-int8", "avx2-int8")  # never AMX with KWKER_AMX=0
     assert kern["prompt"]["medium"] == kern["engine"]
 
 

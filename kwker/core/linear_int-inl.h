@@ -1,0 +1,429 @@
+// Prompt rows (m >= kLinPromptRows) in int8 / int4 on every engine: x quantised per row and
+// 32-block to int8, exact int32 block dot products, then the fixed float steps of
+// core/linear_prompt.h, so these kernels give the bits of the avx512 engine's AMX / VNNI kernels
+// (engines/avx512/linear_prompt.cc), which take the call where the CPU has them.
+//
+// AVX2 (the avx2 engine, and the avx512 engine on a CPU without VNNI): byte multiply-adds.
+// int8: VPMADDUBSW wants one unsigned operand and saturates its 16-bit pair sums, so it takes
+// |w| (0..128 as an unsigned byte) and x with w's sign (|x| <= 127): a pair sums to at most
+// 2 x 128 x 127 = 32,512, exact; VPMADDWD by ones widens each block slice to int32. int4 (w in
+// 0..15) feeds w and x straight in, and a block's eight slices add up in 16 bits (at most
+// 8 x 2 x 15 x 127 = 30,480) before one widening. Other engines: the same integers in scalar
+// code (sse4.2 and portable run prompts rarely; their float kernels were scalar too).
+//
+// Included inside namespace lin by core/linear-inl.h.
+
+namespace intp {
+
+constexpr int kCols = 16;                       // output columns per strip (4 panels)
+constexpr int kPanels = kCols / NR;
+constexpr int kSlices = kLinQ8Block / 4;        // 4-byte k slices per 32-block
+constexpr int64_t kPlane = kSlices * kCols * 4; // one block's bytes of one plane (512)
+
+// A strip's block b: int8 holds two planes, |w| as unsigned bytes then w itself; int4 one plane
+// of w (0..15). In a plane, slice s (k = 4s..4s+3) of column c sits at (s * kCols + c) * 4, so
+// 8 columns' slice is one 32-byte vector.
+inline int64_t block_bytes(int mode) { return mode == kLinInt8 ? 2 * kPlane : kPlane; }
+
+struct IJob {
+  int mode;
+  int64_t m, n, kp, nb, group, panel_bytes, npanels, nstrips;
+  const int8_t *qx;    // m x kp
+  const float *dx;     // m x nb
+  const int32_t *qs;   // m x nb
+  const uint8_t *packed;
+  const float *bias;
+  float *y;
+  int ntasks;
+  bool failed;
+};
+
+// ---- activations: Q8_0 blocks (dx = max|x| / 127, q = round-to-nearest-even(x * 127 / max|x|),
+// clamped to +-127). max|x| is an integer max over the bit patterns, so a NaN or infinity is
+// seen in any order: such a block gets dx = NaN (its outputs are NaN, as in float arithmetic);
+// a block below 1e-30 in magnitude counts as zero (127 / max|x| would overflow).
+inline bool block_scale(uint32_t bits, float &amax, float &dx) {
+  std::memcpy(&amax, &bits, 4);
+  if (bits >= 0x7F800000u || amax < 1e-30f) {
+    dx = bits >= 0x7F800000u ? __builtin_nanf("") : 0.0f;
+    return false;
+  }
+  dx = amax / 127.0f;
+  return true;
+}
+
+inline void quantise_block_scalar(const float *x, int64_t valid, int8_t *q, float &dx,
+                                  int32_t &qs) {
+  float v[kLinQ8Block];
+  uint32_t bits = 0;
+  for (int i = 0; i < kLinQ8Block; ++i) {
+    v[i] = i < valid ? x[i] : 0.0f;
+    uint32_t u;
+    std::memcpy(&u, &v[i], 4);
+    u &= 0x7FFFFFFFu;
+    if (u > bits) bits = u;
+  }
+  float amax;
+  qs = 0;
+  if (!block_scale(bits, amax, dx)) {
+    std::memset(q, 0, kLinQ8Block);
+    return;
+  }
+  const float id = 127.0f / amax;
+  for (int i = 0; i < kLinQ8Block; ++i) {
+    int r = int(std::nearbyint(v[i] * id));  // the default rounding: to nearest even
+    r = r < -127 ? -127 : (r > 127 ? 127 : r);
+    q[i] = int8_t(r);
+    qs += r;
+  }
+}
+
+#if defined(__AVX2__)
+inline int32_t hsum_epi32(__m256i v) {
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+  return _mm_cvtsi128_si32(t);
+}
+
+inline void quantise_block(const float *x, int64_t valid, int8_t *q, float &dx, int32_t &qs) {
+  if (valid < kLinQ8Block) return quantise_block_scalar(x, valid, q, dx, qs);
+  __m256 v[4];
+  const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF);
+  __m256i a = _mm256_setzero_si256();
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_loadu_ps(x + 8 * i);
+    a = _mm256_max_epu32(a, _mm256_and_si256(_mm256_castps_si256(v[i]), absm));
+  }
+  __m128i t = _mm_max_epu32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+  t = _mm_max_epu32(t, _mm_shuffle_epi32(t, 0x4E));
+  t = _mm_max_epu32(t, _mm_shuffle_epi32(t, 0xB1));
+  float amax;
+  qs = 0;
+  if (!block_scale(uint32_t(_mm_cvtsi128_si32(t)), amax, dx)) {
+    std::memset(q, 0, kLinQ8Block);
+    return;
+  }
+  const __m256 id = _mm256_set1_ps(127.0f / amax);
+  const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+  __m256i iv[4];
+  for (int i = 0; i < 4; ++i)  // cvtps rounds to nearest even, as nearbyint above
+    iv[i] = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(v[i], id)), lo), hi);
+  qs = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(iv[0], iv[1]), _mm256_add_epi32(iv[2], iv[3])));
+  // packs interleave the 128-bit lanes: dwords come out as elements 0,8,16,24,4,12,20,28 (x4).
+  const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(iv[0], iv[1]), _mm256_packs_epi32(iv[2], iv[3]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(q),
+                      _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+#else
+inline void quantise_block(const float *x, int64_t valid, int8_t *q, float &dx, int32_t &qs) {
+  quantise_block_scalar(x, valid, q, dx, qs);
+}
+#endif
+
+struct QuantRows {
+  const float *x;
+  int64_t k, kp, nb, m;
+  int8_t *qx;
+  float *dx;
+  int32_t *qs;
+  int ntasks;
+};
+
+inline void quantise_task(void *ctx, int task) {
+  const QuantRows &q = *static_cast<const QuantRows *>(ctx);
+  const int64_t r0 = q.m * task / q.ntasks, r1 = q.m * (task + 1) / q.ntasks;
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t b = 0; b < q.nb; ++b)
+      quantise_block(q.x + r * q.k + b * kLinQ8Block, q.k - b * kLinQ8Block,
+                     q.qx + r * q.kp + b * kLinQ8Block, q.dx[r * q.nb + b], q.qs[r * q.nb + b]);
+}
+
+// ---- weights: panels [4 strip, 4 strip + 4) into the strip layout above, with each block's
+// scales (int4: its group's scale and minimum) per column; columns past n are zero.
+// w[j][i]: element i of panel column j in block b (int4 unpacked to 0..15).
+inline void block_values(const IJob &jb, int64_t p, int64_t b, int w[NR][kLinQ8Block], float sc[NR],
+                         float mn[NR]) {
+  if (jb.mode == kLinInt8) {
+    const uint8_t *pb = jb.packed + p * jb.panel_bytes + b * kLinQ8PanelBlockBytes;
+    std::memcpy(sc, pb, 4 * NR);
+    const int8_t *q = reinterpret_cast<const int8_t *>(pb + NR * 4);
+    for (int j = 0; j < NR; ++j)
+      for (int i = 0; i < kLinQ8Block; ++i) w[j][i] = q[j * kLinQ8Block + i];
+    return;
+  }
+  const int64_t g = b * kLinQ8Block / jb.group, in = b * kLinQ8Block % jb.group;
+  const uint8_t *gp = jb.packed + p * jb.panel_bytes + g * (NR * 8 + NR * jb.group / 2);
+  std::memcpy(sc, gp, 4 * NR);
+  std::memcpy(mn, gp + NR * 4, 4 * NR);
+  for (int j = 0; j < NR; ++j) {
+    const uint8_t *q = gp + NR * 8 + j * (jb.group / 2) + in / 2;
+    for (int i = 0; i < 16; ++i) {
+      w[j][i] = q[i] & 15;
+      w[j][i + 16] = q[i] >> 4;
+    }
+  }
+}
+
+#if defined(__AVX2__)
+// Four columns' 32 bytes of a block (c[j], 8 dwords each) to slices: dword s of every column,
+// 16 bytes, at dst + s * kCols * 4 (a 4 x 8 transpose of dwords).
+inline void put_panel(const __m256i c[NR], uint8_t *dst) {
+  const __m256i t0 = _mm256_unpacklo_epi32(c[0], c[1]), t1 = _mm256_unpackhi_epi32(c[0], c[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(c[2], c[3]), t3 = _mm256_unpackhi_epi32(c[2], c[3]);
+  const __m256i u[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
+                        _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
+  for (int i = 0; i < 4; ++i) {  // u[i]: slice i in the low 128 bits, slice i + 4 in the high
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + i * kCols * 4), _mm256_castsi256_si128(u[i]));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + (i + 4) * kCols * 4),
+                     _mm256_extracti128_si256(u[i], 1));
+  }
+}
+
+inline void load_panel_block(const IJob &jb, int64_t p, int64_t b, uint8_t *blk, float *sc, float *mn) {
+  __m256i c[NR];
+  if (jb.mode == kLinInt8) {
+    const uint8_t *pb = jb.packed + p * jb.panel_bytes + b * kLinQ8PanelBlockBytes;
+    std::memcpy(sc, pb, 4 * NR);
+    for (int j = 0; j < NR; ++j) c[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(pb + NR * 4 + j * kLinQ8Block));
+    put_panel(c, blk + kPlane);
+    for (int j = 0; j < NR; ++j) c[j] = _mm256_abs_epi8(c[j]);  // -128 -> 0x80, 128 unsigned
+    put_panel(c, blk);
+    return;
+  }
+  const int64_t g = b * kLinQ8Block / jb.group, in = b * kLinQ8Block % jb.group;
+  const uint8_t *gp = jb.packed + p * jb.panel_bytes + g * (NR * 8 + NR * jb.group / 2);
+  std::memcpy(sc, gp, 4 * NR);
+  std::memcpy(mn, gp + NR * 4, 4 * NR);
+  const __m128i low = _mm_set1_epi8(15);
+  for (int j = 0; j < NR; ++j) {  // 16 bytes: elements 0-15 in the low nibbles, 16-31 high
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i *>(gp + NR * 8 + j * (jb.group / 2) + in / 2));
+    c[j] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low), _mm_and_si128(q, low));
+  }
+  put_panel(c, blk);
+}
+#else
+inline void load_panel_block(const IJob &jb, int64_t p, int64_t b, uint8_t *blk, float *sc, float *mn) {
+  int w[NR][kLinQ8Block];
+  block_values(jb, p, b, w, sc, mn);
+  for (int j = 0; j < NR; ++j)
+    for (int s = 0; s < kSlices; ++s)
+      for (int t = 0; t < 4; ++t) {
+        const int v = w[j][4 * s + t];
+        const int64_t at = (s * kCols + j) * 4 + t;
+        if (jb.mode == kLinInt8) {
+          blk[at] = uint8_t(v < 0 ? -v : v);  // |-128| = 128 fits an unsigned byte
+          blk[kPlane + at] = uint8_t(int8_t(v));
+        } else {
+          blk[at] = uint8_t(v);
+        }
+      }
+}
+#endif
+
+inline void load_strip(const IJob &jb, int64_t strip, uint8_t *sb, float *scale, float *mins) {
+  const int64_t bb = block_bytes(jb.mode);
+  for (int64_t b = 0; b < jb.nb; ++b) {
+    uint8_t *blk = sb + b * bb;
+    for (int pp = 0; pp < kPanels; ++pp) {
+      const int64_t p = strip * kPanels + pp;
+      float sc[NR] = {0, 0, 0, 0}, mn[NR] = {0, 0, 0, 0};
+      if (p < jb.npanels) {
+        load_panel_block(jb, p, b, blk + pp * NR * 4, sc, mn);
+      } else {  // zero columns past n
+        for (int s = 0; s < kSlices; ++s)
+          for (int64_t pl = 0; pl < bb; pl += kPlane)
+            std::memset(blk + pl + (s * kCols + pp * NR) * 4, 0, NR * 4);
+      }
+      std::memcpy(scale + b * kCols + pp * NR, sc, sizeof(sc));
+      if (mins) std::memcpy(mins + b * kCols + pp * NR, mn, sizeof(mn));
+    }
+  }
+}
+
+// y[row, strip columns] = acc + bias, within y's n columns.
+inline void store_row(const IJob &jb, int64_t strip, int64_t row, const float *acc) {
+  const int64_t c0 = strip * kCols;
+  const int nc = int(jb.n - c0 < kCols ? jb.n - c0 : kCols);
+  float *yr = jb.y + row * jb.n + c0;
+  if (jb.bias)
+    for (int c = 0; c < nc; ++c) yr[c] = acc[c] + jb.bias[c0 + c];
+  else
+    for (int c = 0; c < nc; ++c) yr[c] = acc[c];
+}
+
+#if defined(__AVX2__)
+// R rows (r0 ..) of one strip: per block, the exact int32 dot products of 16 columns (two
+// 8-lane vectors), then acc = fma(float(isum), scale * dx, acc) (int4: + fma(float(qs),
+// min * dx, acc)), as the VNNI kernel's combine().
+template <int MODE, int R>
+void strip_rows(const IJob &jb, const uint8_t *sb, const float *scale, const float *mins,
+                int64_t strip, int64_t r0) {
+  constexpr int64_t bb = MODE == kLinInt8 ? 2 * kPlane : kPlane;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  const int8_t *xr[R];
+  for (int r = 0; r < R; ++r) xr[r] = jb.qx + (r0 + r) * jb.kp;
+  for (int64_t b = 0; b < jb.nb; ++b) {
+    const uint8_t *blk = sb + b * bb;
+    __m256i is[R][2];
+    for (int r = 0; r < R; ++r) is[r][0] = is[r][1] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int s = 0; s < kSlices; ++s) {
+      const __m256i *pl = reinterpret_cast<const __m256i *>(blk + s * kCols * 4);
+      const __m256i w0 = _mm256_load_si256(pl), w1 = _mm256_load_si256(pl + 1);
+      if constexpr (MODE == kLinInt8) {
+        const __m256i *ps = reinterpret_cast<const __m256i *>(blk + kPlane + s * kCols * 4);
+        const __m256i sw0 = _mm256_load_si256(ps), sw1 = _mm256_load_si256(ps + 1);
+        for (int r = 0; r < R; ++r) {
+          int32_t x4;
+          std::memcpy(&x4, xr[r] + b * kLinQ8Block + 4 * s, 4);
+          const __m256i xb = _mm256_set1_epi32(x4);
+          is[r][0] = _mm256_add_epi32(
+              is[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(w0, _mm256_sign_epi8(xb, sw0)), ones));
+          is[r][1] = _mm256_add_epi32(
+              is[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(w1, _mm256_sign_epi8(xb, sw1)), ones));
+        }
+      } else {  // 16-bit sums over the block's slices
+        for (int r = 0; r < R; ++r) {
+          int32_t x4;
+          std::memcpy(&x4, xr[r] + b * kLinQ8Block + 4 * s, 4);
+          const __m256i xb = _mm256_set1_epi32(x4);
+          is[r][0] = _mm256_add_epi16(is[r][0], _mm256_maddubs_epi16(w0, xb));
+          is[r][1] = _mm256_add_epi16(is[r][1], _mm256_maddubs_epi16(w1, xb));
+        }
+      }
+    }
+    const __m256 sc0 = _mm256_load_ps(scale + b * kCols), sc1 = _mm256_load_ps(scale + b * kCols + 8);
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = r0 + r;
+      const __m256 vdx = _mm256_set1_ps(jb.dx[row * jb.nb + b]);
+      if constexpr (MODE != kLinInt8) {
+        is[r][0] = _mm256_madd_epi16(is[r][0], ones);
+        is[r][1] = _mm256_madd_epi16(is[r][1], ones);
+      }
+      acc[r][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r][0]), _mm256_mul_ps(sc0, vdx), acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r][1]), _mm256_mul_ps(sc1, vdx), acc[r][1]);
+      if constexpr (MODE != kLinInt8) {
+        const __m256 q = _mm256_set1_ps(float(jb.qs[row * jb.nb + b]));
+        acc[r][0] = _mm256_fmadd_ps(q, _mm256_mul_ps(_mm256_load_ps(mins + b * kCols), vdx), acc[r][0]);
+        acc[r][1] = _mm256_fmadd_ps(q, _mm256_mul_ps(_mm256_load_ps(mins + b * kCols + 8), vdx), acc[r][1]);
+      }
+    }
+  }
+  for (int r = 0; r < R && r0 + r < jb.m; ++r) {
+    alignas(32) float out[kCols];
+    _mm256_store_ps(out, acc[r][0]);
+    _mm256_store_ps(out + 8, acc[r][1]);
+    store_row(jb, strip, r0 + r, out);
+  }
+}
+constexpr int kRows = 2;  // 2 rows x 2 vectors: 4 int32 sums and 4 float accumulators in 16 ymm
+#else
+template <int MODE, int R>
+void strip_rows(const IJob &jb, const uint8_t *sb, const float *scale, const float *mins,
+                int64_t strip, int64_t r0) {
+  constexpr int64_t bb = MODE == kLinInt8 ? 2 * kPlane : kPlane;
+  constexpr int64_t wplane = MODE == kLinInt8 ? kPlane : 0;  // the signed plane for int8
+  const int8_t *xr = jb.qx + r0 * jb.kp;
+  float acc[kCols];
+  for (int c = 0; c < kCols; ++c) acc[c] = 0.0f;
+  for (int64_t b = 0; b < jb.nb; ++b) {
+    const uint8_t *w = sb + b * bb + wplane;
+    const int8_t *xb = xr + b * kLinQ8Block;
+    const float dx = jb.dx[r0 * jb.nb + b];
+    for (int c = 0; c < kCols; ++c) {
+      int32_t isum = 0;
+      for (int s = 0; s < kSlices; ++s)
+        for (int t = 0; t < 4; ++t) {
+          const uint8_t v = w[(s * kCols + c) * 4 + t];
+          isum += (MODE == kLinInt8 ? int32_t(int8_t(v)) : int32_t(v)) * int32_t(xb[4 * s + t]);
+        }
+      const float sdx = scale[b * kCols + c] * dx;
+      acc[c] = std::fma(float(isum), sdx, acc[c]);
+      if (MODE != kLinInt8) {
+        const float mdx = mins[b * kCols + c] * dx;
+        acc[c] = std::fma(float(jb.qs[r0 * jb.nb + b]), mdx, acc[c]);
+      }
+    }
+  }
+  store_row(jb, strip, r0, acc);
+}
+constexpr int kRows = 1;
+#endif
+
+template <int MODE>
+void strip_all_rows(const IJob &jb, const uint8_t *sb, const float *scale, const float *mins,
+                    int64_t strip) {
+  int64_t r = 0;
+  for (; r + kRows <= jb.m; r += kRows) strip_rows<MODE, kRows>(jb, sb, scale, mins, strip, r);
+  for (; r < jb.m; ++r) strip_rows<MODE, 1>(jb, sb, scale, mins, strip, r);
+}
+
+inline void int_task(void *ctx, int task) {
+  IJob &jb = *static_cast<IJob *>(ctx);
+  const int64_t s0 = jb.nstrips * task / jb.ntasks, s1 = jb.nstrips * (task + 1) / jb.ntasks;
+  if (s0 >= s1) return;
+  const int64_t wbytes = jb.nb * block_bytes(jb.mode), fbytes = jb.nb * kCols * 4;
+  uint8_t *mem = static_cast<uint8_t *>(std::aligned_alloc(64, size_t(wbytes + 2 * fbytes)));
+  if (!mem) {
+    jb.failed = true;
+    return;
+  }
+  float *scale = reinterpret_cast<float *>(mem + wbytes);
+  float *mins = jb.mode == kLinInt4 ? scale + jb.nb * kCols : nullptr;
+  for (int64_t st = s0; st < s1; ++st) {
+    load_strip(jb, st, mem, scale, mins);
+    if (jb.mode == kLinInt8) strip_all_rows<kLinInt8>(jb, mem, scale, mins, st);
+    else strip_all_rows<kLinInt4>(jb, mem, scale, mins, st);
+  }
+  std::free(mem);
+}
+
+// 0 done, -1 out of memory.
+inline int run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, const void *packed,
+               int64_t n, int64_t group, const float *bias, float *y) {
+  IJob jb;
+  jb.mode = mode;
+  jb.m = m;
+  jb.n = n;
+  jb.kp = lin_padded_k(mode, k, group);
+  jb.nb = jb.kp / kLinQ8Block;
+  jb.group = group;
+  jb.panel_bytes = lin_panel_bytes(mode, jb.kp, group);
+  jb.npanels = (n + NR - 1) / NR;
+  jb.nstrips = (jb.npanels + kPanels - 1) / kPanels;
+  jb.packed = static_cast<const uint8_t *>(packed);
+  jb.bias = bias;
+  jb.y = y;
+  jb.failed = false;
+  const size_t qbytes = size_t(lin_round_up(m * jb.kp, 64));
+  uint8_t *mem = static_cast<uint8_t *>(std::aligned_alloc(64, qbytes + size_t(m * jb.nb * 8)));
+  if (!mem) return -1;
+  int8_t *qx = reinterpret_cast<int8_t *>(mem);
+  float *dx = reinterpret_cast<float *>(mem + qbytes);
+  int32_t *qs = reinterpret_cast<int32_t *>(dx + m * jb.nb);
+  // Quantising x is about a tenth of a small prompt call: the threads share it from 64 rows.
+  QuantRows qr{x, k, jb.kp, jb.nb, m, qx, dx, qs, 1};
+  const int64_t qt = m / 64;
+  qr.ntasks = int(qt < 1 ? 1 : (qt < ctx.threads ? qt : ctx.threads));
+  if (qr.ntasks > 1) rt::run_parallel(qr.ntasks, quantise_task, &qr);
+  else quantise_task(&qr, 0);
+  jb.qx = qx;
+  jb.dx = dx;
+  jb.qs = qs;
+  jb.ntasks = lin_threads(ctx.threads, jb.panel_bytes * jb.npanels * (m / 16), jb.nstrips);
+  ctx.used_threads = jb.ntasks;
+  rt::run_parallel(jb.ntasks, int_task, &jb);
+  std::free(mem);
+  return jb.failed ? -1 : 0;
+}
+
+#if defined(__AVX2__)
+constexpr const char *kName = "avx2-int8";
+#else
+constexpr const char *kName = "scalar-int8";
+#endif
+
+}  // namespace intp
