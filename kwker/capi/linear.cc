@@ -18,7 +18,7 @@ using namespace kwker;
 namespace {
 
 const char *const kModeNames[kLinNumModes] = {"high", "medium", "int8", "int4", "high_q4",
-                                               "high_q8"};
+                                               "high_q8", "int8_a8", "int4_a8"};
 
 const LinearTable &linear_table(int id) {
   switch (id) {
@@ -33,11 +33,11 @@ int check_shape(const char *fn, int mode, int64_t n, int64_t k, int64_t group) {
   if (mode < 0 || mode >= kLinNumModes)
     return set_error(KWKER_E_INVALID_ARGUMENT,
                      "%s: unknown mode %d (use KWKER_LINEAR_HIGH, _MEDIUM, _INT8, _INT4, "
-                     "_HIGH_Q4 or _HIGH_Q8)", fn, mode);
+                     "_HIGH_Q4, _HIGH_Q8, _INT8_A8 or _INT4_A8)", fn, mode);
   if (n < 1 || k < 1)
     return set_error(KWKER_E_INVALID_ARGUMENT, "%s: n and k must be >= 1 (got n=%lld, k=%lld)",
                      fn, (long long)n, (long long)k);
-  if (mode == kLinInt4 && (group < kLinQ8Block || group % kLinQ8Block != 0 || group > 4096))
+  if (lin_layout(mode) == kLinInt4 && (group < kLinQ8Block || group % kLinQ8Block != 0 || group > 4096))
     return set_error(KWKER_E_INVALID_ARGUMENT,
                      "%s: int4 group size %lld does not divide into 32-element blocks (use a "
                      "multiple of 32 up to 4096, e.g. 32, 64 or 128)",
@@ -219,7 +219,7 @@ KWKER_API const char *kwker_linear_kernel(int mode, int64_t m) {
   }
   const int eid = current_engine();
   if (eid == kAvx512) {
-    switch (linear_prompt_kernel_avx512(mode, m)) {
+    switch (linear_prompt_kernel_avx512(lin_a8(mode) ? lin_layout(mode) : mode, m)) {
       case kPromptAmxBf16: return "amx-bf16";
       case kPromptAmxInt8: return "amx-int8";
       case kPromptVnniInt8: return "vnni-int8";
@@ -227,7 +227,8 @@ KWKER_API const char *kwker_linear_kernel(int mode, int64_t m) {
       default: break;
     }
   }
-  if ((mode == kLinInt8 || mode == kLinInt4) && m >= kLinPromptRows) return linear_table(eid).int_prompt;
+  if (lin_a8(mode) || ((mode == kLinInt8 || mode == kLinInt4) && m >= kLinPromptRows))
+    return linear_table(eid).int_kernel;
   return linear_table(eid).name;
 }
 

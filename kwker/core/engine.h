@@ -61,7 +61,7 @@ struct EngineTable {
 // The CPU backend's linear kernels (core/linear-inl.h), one table per engine beside the sorts'.
 struct LinearTable {
   const char *name;
-  const char *int_prompt;  // the int8 / int4 prompt kernel (core/linear_int-inl.h) on this engine
+  const char *int_kernel;  // the int8-activation kernel (core/linear_int-inl.h) on this engine
   // y[m, n] = x[m, k] W^T (+ bias) with W packed by kwker_linear_pack (core/linear_layout.h).
   // Returns 0, or -1 when scratch memory ran out.
   int (*linear)(CallCtx &, int mode, const float *x, int64_t m, int64_t k, const void *packed,

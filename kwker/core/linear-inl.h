@@ -777,17 +777,19 @@ void run_task(void *ctx, int task) {
 // Pads x to kp columns (zeros) and, for int4, computes each group's lane-wise sums of x.
 int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, const void *packed,
                int64_t n, int64_t group, const float *bias, float *y) {
+  // The A8 modes' prompts are int8 / int4's (their decode step quantises x too).
+  const int base = lin_a8(mode) ? lin_layout(mode) : mode;
 #if defined(__AVX512F__)
   // Prompt rows on AMX / VNNI (core/linear_prompt.h); 0 means these kernels take the call.
   if (m >= kLinPromptRows) {
-    int rc = linear_prompt_avx512(ctx, mode, x, m, k, packed, n, group, bias, y);
+    int rc = linear_prompt_avx512(ctx, base, x, m, k, packed, n, group, bias, y);
     if (rc != 0) return rc < 0 ? -1 : 0;
   }
 #endif
   if ((mode == kLinF32 || mode == kLinBF16 || lin_exact_blocks(mode)) && m >= kLinPromptRows)
     return prompt_run(ctx, mode, x, m, k, packed, n, group, bias, y);
-  if ((mode == kLinInt8 || mode == kLinInt4) && m >= kLinPromptRows)
-    return intp::run(ctx, mode, x, m, k, packed, n, group, bias, y);
+  if ((base == kLinInt8 || base == kLinInt4) && (m >= kLinPromptRows || lin_a8(mode)))
+    return intp::run(ctx, base, x, m, k, packed, n, group, bias, y);
   const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t ng = mode == kLinInt4 ? kp / group : 0;
   // Decode-sized (a few KiB): plain aligned memory, reused hot by malloc; 64-byte aligned so

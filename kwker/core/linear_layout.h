@@ -33,7 +33,9 @@ enum LinearMode {
   kLinInt4 = 3,
   kLinF32Q4 = 4,  // "high" from exact Q4_1 blocks (int4 layout, group 32)
   kLinF32Q8 = 5,  // "high" from exact Q8_0 blocks (int8 layout)
-  kLinNumModes = 6
+  kLinInt8A8 = 6, // int8 weights with x quantised to int8 at every row count (int8 layout)
+  kLinInt4A8 = 7, // int4 weights likewise (int4 layout)
+  kLinNumModes = 8
 };
 constexpr int kLinNR = 4;
 constexpr int kLinLanes = 16;
@@ -49,10 +51,16 @@ constexpr int64_t kLinMinChunkBytes = 32 * 1024;
 
 inline int64_t lin_round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// The layout a mode's weights are packed in (the exact-block "high" modes share int4's / int8's).
+// The layout a mode's weights are packed in (the exact-block "high" modes and the A8 modes share
+// int4's / int8's).
 inline int lin_layout(int mode) {
-  return mode == kLinF32Q4 ? kLinInt4 : mode == kLinF32Q8 ? kLinInt8 : mode;
+  return mode == kLinF32Q4 || mode == kLinInt4A8 ? kLinInt4
+         : mode == kLinF32Q8 || mode == kLinInt8A8 ? kLinInt8 : mode;
 }
+// The A8 modes (W8A8 / W4A8): x quantised per 32-block to int8 for the decode step as well as
+// for prompts (core/linear_prompt.h says what they compute), so that each row's result does not
+// depend on how many rows a call has; int8 / int4 quantise x from kLinPromptRows rows only.
+inline bool lin_a8(int mode) { return mode == kLinInt8A8 || mode == kLinInt4A8; }
 inline bool lin_exact_blocks(int mode) { return mode == kLinF32Q4 || mode == kLinF32Q8; }
 
 // Threads for a linear call: a second thread pays once each covers kLinMinBytesPerThread of
@@ -79,7 +87,7 @@ inline int64_t lin_chunks(int threads, int64_t work_bytes, int64_t units) {
 inline int64_t lin_padded_k(int mode, int64_t k, int64_t group) {
   mode = lin_layout(mode);
   if (mode == kLinF32 || mode == kLinBF16) return lin_round_up(k, kLinLanes);
-  if (mode == kLinInt8) return lin_round_up(k, kLinQ8Block);
+  if (mode == kLinInt8) return lin_round_up(k, kLinQ8Block);  // (mode is the layout here)
   return lin_round_up(k, group);
 }
 

@@ -162,8 +162,8 @@ KWKER_API int kwker_get_tuning(const char *name, int64_t *value);
 /* ---- CPU backend: linear layers y = x W^T (+ bias), docs/cpu-backend.md ---- */
 /* Modes: float32 weights, bfloat16 weights, int8 per 32-block scale (GGUF Q8_0), int4 per group
  * scale and minimum (GGUF Q4_1; Q4_0 is min = -8 * scale). x, y, bias and scales are float32.
- * Every engine gives identical results bit for bit in a given mode, except the prompt kernels
- * below (see kwker_linear_kernel). */
+ * Every engine gives identical results bit for bit in a given mode, except the "medium" prompt
+ * kernels on AMX / AVX512_BF16 (see kwker_linear_kernel). */
 #define KWKER_LINEAR_HIGH 0
 #define KWKER_LINEAR_MEDIUM 1
 #define KWKER_LINEAR_INT8 2
@@ -176,6 +176,13 @@ KWKER_API int kwker_get_tuning(const char *name, int64_t *value);
  * multiple of 32. The caller checks exactness (kwker.cpu_backend does, bit for bit). */
 #define KWKER_LINEAR_HIGH_Q4 4
 #define KWKER_LINEAR_HIGH_Q8 5
+/* int8 / int4 weights (the INT8 / INT4 layouts and packing) with x quantised per 32-block to
+ * int8 at every row count (W8A8 / W4A8): the arithmetic of the int8-activation prompt kernels
+ * below for the decode step too, so a row's result does not depend on the call's row count, and
+ * the inner loops multiply bytes (about 2x INT8 / INT4's decode speed on AVX2). INT8 / INT4 keep
+ * float activations below 16 rows. Identical bits on every engine. */
+#define KWKER_LINEAR_INT8_A8 6
+#define KWKER_LINEAR_INT4_A8 7
 /* Bytes of the packed weights of an [n, k] matrix (group: int4 group size, a positive multiple of
  * 32; ignored by the other modes), or -1 with the last error set. */
 KWKER_API int64_t kwker_linear_packed_size(int mode, int64_t n, int64_t k, int64_t group);
@@ -193,10 +200,11 @@ KWKER_API int kwker_linear(int mode, const float *x, int64_t m, int64_t k, const
 
 /* The kernel kwker_linear runs for m rows in this mode on the selected engine, now: "amx-bf16"
  * ("medium", x rounded to bfloat16, AMX tiles), "avx512-bf16" ("medium" without AMX, x rounded to
- * bfloat16, VDPBF16PS; KWKER_AMX=0 turns it off too), "amx-int8" or "vnni-int8" (int8 / int4 with x
- * quantised per 32-block to int8; both give the same bits), or the engine's name (float
- * activations, identical on every engine). The prompt kernels start at 16 rows; AMX needs the
- * CPU, Linux's permission (arch_prctl, 5.16+) and KWKER_AMX not 0. NULL for a bad mode. */
+ * bfloat16, VDPBF16PS; KWKER_AMX=0 turns it off too), "amx-int8", "vnni-int8", "avx2-int8" or
+ * "scalar-int8" (int8 / int4 from 16 rows and the A8 modes at any row count, with x quantised per
+ * 32-block to int8; all four give the same bits), or the engine's name (float activations,
+ * identical on every engine). The prompt kernels start at 16 rows; AMX needs the CPU, Linux's
+ * permission (arch_prctl, 5.16+) and KWKER_AMX not 0. NULL for a bad mode. */
 KWKER_API const char *kwker_linear_kernel(int mode, int64_t m);
 
 /* Runs fn(ctx, task) for every task in [0, ntasks) on Kwker's thread pool, on at most threads

@@ -58,7 +58,8 @@ Weights make_weights(int mode, int64_t n, int64_t k, int64_t group, std::mt19937
       for (int64_t c = 0; c < k; ++c) {
         size_t i = size_t(r * k + c), b = size_t(r * nb + c / block);
         if (mode == KWKER_LINEAR_INT8) {
-          int q = q8(rng);
+          // -128 (which GGUF files may hold) in every 7th column: |w| = 128 in the byte kernels
+          int q = c % 7 == 3 ? -128 : q8(rng);
           w.values[i] = uint8_t(int8_t(q));
           w.dense[i] = float(q) * w.scales[b];
         } else {
@@ -173,7 +174,10 @@ void test_case(int mode, int64_t n, int64_t k, int64_t m, int64_t group, bool bi
                         std::to_string(group) + (bias ? " bias" : "") + " threads=" +
                         std::to_string(threads);
   g_where = "linear " + l;
-  Weights w = make_weights(mode, n, k, group, rng);
+  // The A8 modes pack and store as int8 / int4: wmode says how to read their values.
+  const int wmode = mode == KWKER_LINEAR_INT8_A8 ? KWKER_LINEAR_INT8
+                    : mode == KWKER_LINEAR_INT4_A8 ? KWKER_LINEAR_INT4 : mode;
+  Weights w = make_weights(wmode, n, k, group, rng);
   int64_t bytes = kwker_linear_packed_size(mode, n, k, group);
   check(bytes > 0, "packed size");
   Guarded packed{static_cast<size_t>(bytes)};
@@ -186,13 +190,13 @@ void test_case(int mode, int64_t n, int64_t k, int64_t m, int64_t group, bool bi
   check(kwker_linear_unpack(mode, n, k, group, packed.data(), back.data(), bs.data(), bm.data()) ==
             KWKER_OK, "unpack");
   check(back == w.values, "unpack values equal the packed ones");
-  if (mode >= KWKER_LINEAR_INT8) check(bs == w.scales, "unpack scales");
-  if (mode == KWKER_LINEAR_INT4) check(bm == w.mins, "unpack mins");
+  if (wmode >= KWKER_LINEAR_INT8) check(bs == w.scales, "unpack scales");
+  if (wmode == KWKER_LINEAR_INT4) check(bm == w.mins, "unpack mins");
 
   std::vector<float> x(static_cast<size_t>(m * k)), b(static_cast<size_t>(n));
   for (auto &v : x) v = u(rng);
   // Prompt rows: one all-zero row, one with a tiny block, ties at the rounding point.
-  if (m >= 16) {
+  if (m >= 16 || (wmode != mode && m >= 6)) {  // the A8 modes quantise x at any row count
     for (int64_t c = 0; c < k; ++c) x[size_t(2 * k + c)] = 0.0f;
     for (int64_t c = 0; c < std::min<int64_t>(k, 32); ++c) x[size_t(3 * k + c)] = 1e-31f * float(c);
     for (int64_t c = 0; c < k; ++c) x[size_t(4 * k + c)] = float(int(c % 9) - 4) * 0.25f;
@@ -218,7 +222,7 @@ void test_case(int mode, int64_t n, int64_t k, int64_t m, int64_t group, bool bi
       std::vector<float> got(size_t(m * n));
       std::memcpy(got.data(), y.data(), got.size() * 4);
       if (kern.find("-int8") != std::string::npos) {  // every engine: x quantised to int8
-        check_prompt_int(mode, w, x, m, k, n, group, bias ? b.data() : nullptr, got, where);
+        check_prompt_int(wmode, w, x, m, k, n, group, bias ? b.data() : nullptr, got, where);
       } else if (kern == "amx-bf16" || kern == "avx512-bf16") {
         check_close(w, x, m, k, n, bias ? b.data() : nullptr, got, 1.0 / 128, where);
       } else if (first.empty()) {
@@ -324,7 +328,7 @@ void test_errors() {
   g_where = "linear errors";
   float x = 1, y = 0;
   uint8_t p[256] = {0};
-  check(kwker_linear(7, &x, 1, 1, p, 1, 32, nullptr, &y, 1) == KWKER_E_INVALID_ARGUMENT,
+  check(kwker_linear(8, &x, 1, 1, p, 1, 32, nullptr, &y, 1) == KWKER_E_INVALID_ARGUMENT,
         "unknown mode");
   check(std::strstr(kwker_last_error(), "unknown mode") != nullptr, "message names the mode");
   check(kwker_linear_packed_size(KWKER_LINEAR_INT4, 4, 64, 48) == -1, "group 48 rejected");
@@ -484,6 +488,17 @@ void run_linear_tests() {
   test_case(KWKER_LINEAR_HIGH, 100, 576, 256, 32, false, 2);  // 16 slabs split by rows: 3 + 3 + 2 each
   test_case(KWKER_LINEAR_MEDIUM, 37, 200, 100, 32, true, 3);
   test_case(KWKER_LINEAR_INT8, 700, 1024, 64, 32, true, 2);
+  // W8A8 / W4A8: x quantised at every row count, decode rows (1, 2, 7, 15) and prompt rows alike
+  // against the scalar model (and so each other), every engine; panels past n, K not a multiple
+  // of 32, int4 groups of 64 and 128, chunks handed out across threads (1,536 x 576).
+  for (int mode : {KWKER_LINEAR_INT8_A8, KWKER_LINEAR_INT4_A8}) {
+    const int64_t shapes[][3] = {{1, 37, 1}, {13, 100, 7}, {64, 576, 1}, {33, 70, 2},
+                                 {9, 33, 15}, {35, 100, 17}, {1536, 576, 1}, {300, 256, 3}};
+    for (auto &s : shapes)
+      for (int threads : {1, 2}) test_case(mode, s[0], s[1], s[2], 32, s[0] % 2 == 1, threads);
+  }
+  test_case(KWKER_LINEAR_INT4_A8, 40, 256, 5, 64, true, 2);
+  test_case(KWKER_LINEAR_INT4_A8, 24, 384, 2, 128, false, 2);
   // Decode rows (1, 2, 7), prompt rows (16 up, K in chunks of 528: one starts mid-block).
   for (int mode : {KWKER_LINEAR_HIGH_Q4, KWKER_LINEAR_HIGH_Q8}) {
     const int64_t shapes[][3] = {{1, 32, 1},  {5, 64, 7},  {37, 96, 2},  {64, 576, 1},
