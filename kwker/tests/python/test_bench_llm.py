@@ -162,6 +162,21 @@ def test_table_reports_numbers_ratios_and_failures():
     row["kwker"]["other_cpu_fraction"] = 0.5
     md = llm_llamacpp.table({"env": env, "rows": [row]})
     assert "- Q4_1: other processes used more than 10% of the machine while Kwker ran" in md
+    assert "activations=" not in md
+    md = llm_llamacpp.table({"env": dict(env, kwker_activations="int8"), "rows": [row]})
+    assert "Kwker's int8 / int4 layers: activations=int8" in md
+
+
+def test_activations_option_reaches_the_kwker_worker():
+    """--activations int8: the Kwker worker loads with load_gguf(activations="int8") (through
+    its environment); anything else is refused by the command line."""
+    from kwker.bench import llm_workers
+    assert llm_llamacpp._parse(["--activations", "int8"]).activations == "int8"
+    assert llm_llamacpp._parse([]).activations == "float"
+    assert llm_workers.ACTIVATIONS_ENV == "KWKER_BENCH_LLM_ACTIVATIONS"
+    r = subprocess.run([sys.executable, "-m", "kwker.bench.llm_llamacpp", "--activations", "int4"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "invalid choice: 'int4'" in r.stderr
 
 
 def test_command_line_rejects_an_unknown_format():

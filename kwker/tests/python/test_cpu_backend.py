@@ -127,6 +127,8 @@ def test_int4_schemes_and_group_sizes():
     ({"mode": "int4", "group_size": 0}, "group_size=0 does not divide"),
     ({"mode": "int8", "scheme": "q4_0"}, "scheme 'q4_0' is not one of mode 'int8'"),
     ({"mode": "high", "threads": 0}, "threads must be an int >= 1"),
+    ({"mode": "int8", "activations": "int4"}, "activations='int4' is not one of 'float'"),
+    ({"mode": "high", "activations": "int8"}, "mode 'high' keeps float activations"),
 ])
 def test_bad_options_are_clear_and_change_nothing(kwargs, match):
     model = _model()
@@ -135,6 +137,38 @@ def test_bad_options_are_clear_and_change_nothing(kwargs, match):
         cb.optimize(model, inplace=True, **kwargs)
     assert not any(isinstance(m, KwkerLinear) for m in model.modules())
     assert all(torch.equal(v, before[k]) for k, v in _state(model).items())
+
+
+@needs_ops
+@pytest.mark.parametrize("mode", ["int8", "int4"])
+def test_int8_activations_give_each_row_the_same_bits_at_any_batch(mode):
+    """activations="int8" (W8A8 / W4A8): the decode step quantises x as the prompt kernels do, so
+    a row computed alone (1 row), in a small batch (5) or in a prompt (40) gives the same bits,
+    on every engine; the prompt equals the default scheme's prompt; accuracy stays in the mode's
+    bound. The default keeps float activations below 16 rows."""
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(torch.nn.Linear(96, 200), torch.nn.ReLU(), torch.nn.Linear(200, 70))
+    x = torch.randn(40, 96)
+    a8 = cb.optimize(model, mode, activations="int8", decoder="off")
+    default = cb.optimize(model, mode, decoder="off")
+    assert a8[0].activations == "int8" and "activations=int8" in repr(a8[0])
+    assert a8._kwker_cpu_backend["activations"] == "int8"
+    with torch.no_grad():
+        ref = model(x)
+        outs = []
+        with kwker.config():
+            for engine in kwker.available_isas():
+                kwker.set_isa(engine)
+                whole = a8(x)
+                assert torch.equal(torch.cat([a8(x[i:i + 1]) for i in range(40)]), whole), engine
+                assert torch.equal(torch.cat([a8(x[i:i + 5]) for i in range(0, 40, 5)]), whole)
+                assert torch.equal(default(x), whole), engine  # prompts: the same scheme
+                outs.append(whole)
+        assert all(torch.equal(o, outs[0]) for o in outs)
+        err = float((outs[0] - ref).abs().max() / ref.abs().max())
+        assert err < {"int8": 3e-2, "int4": 0.3}[mode]
+        # float activations in the default's decode step: another result for one row
+        assert not torch.equal(default(x[:1]), outs[0][:1])
 
 
 @needs_ops

@@ -79,10 +79,14 @@ def test_high_mode_gives_the_original_tokens(kind, over):
     torch.testing.assert_close(sc, ref_sc, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("mode", ["medium", "int8", "int4"])
-def test_fused_step_matches_the_per_layer_kernels(mode):
+@pytest.mark.parametrize("mode,activations", [("medium", "float"), ("int8", "float"),
+                                              ("int4", "float"), ("int8", "int8"),
+                                              ("int4", "int8")])
+def test_fused_step_matches_the_per_layer_kernels(mode, activations):
     model = tiny(seed=1)
-    fused, per_layer = cb.optimize(model, mode), cb.optimize(model, mode, decoder="off")
+    fused = cb.optimize(model, mode, activations=activations)
+    per_layer = cb.optimize(model, mode, decoder="off", activations=activations)
+    assert fused._kwker_cpu_backend["decoder"]["kind"] == "package"
     assert per_layer._kwker_cpu_backend["decoder"]["kind"] == "per-layer"
     seq, sc = scores(fused)
     seq2, sc2 = scores(per_layer)

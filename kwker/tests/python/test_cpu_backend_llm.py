@@ -151,3 +151,20 @@ def test_load_gguf_bad_input(tmp_path):
         cb.load_gguf(tmp_path / "missing.gguf")
     with pytest.raises(ValueError, match="unknown mode"):
         cb.load_gguf(src, mode="int3")
+    with pytest.raises(ValueError, match="activations='int16' is not one of"):
+        cb.load_gguf(src, activations="int16")
+    with pytest.raises(ValueError, match="mode 'medium' keeps float activations"):
+        cb.load_gguf(src, mode="medium", activations="int8")
+
+
+def test_load_gguf_int8_activations_run_the_files_blocks_as_w4a8(model):
+    """activations="int8": the file's int4 / int8 blocks as W4A8 / W8A8 layers (the scheme
+    llama.cpp runs them in), through the fused step, still answering " Paris"."""
+    m = cb.load_gguf(os.path.join(FOLDER, FILE), activations="int8")
+    layers = [mod for mod in m.modules() if isinstance(mod, KwkerLinear)]
+    assert {mod.activations for mod in layers} == {"int8"}
+    assert m._kwker_cpu_backend["activations"] == "int8"
+    assert m._kwker_cpu_backend["decoder"]["kind"] == "package"
+    with torch.no_grad():
+        out = m.generate(torch.tensor(PROMPT), max_new_tokens=3, do_sample=False)
+    assert out[0, len(PROMPT[0])] == PARIS

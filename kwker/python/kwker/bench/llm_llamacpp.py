@@ -232,6 +232,10 @@ def table(result):
               "while each engine ran."]
     if env.get("system_info"):
         lines.append(f"llama.cpp build: `{env['system_info']}`")
+    if env.get("kwker_activations", "float") != "float":
+        lines.append(f"Kwker's int8 / int4 layers: activations={env['kwker_activations']} (x "
+                     "quantised per 32-block at every row count, W8A8 / W4A8, as llama.cpp "
+                     "computes these formats).")
     if env.get("isa"):
         lines.append(f"Held to: {env['isa']}. Kwker engine: {env.get('kwker_engine')}; torch CPU "
                      f"capability: {env.get('torch_cpu_capability')}; llama.cpp: "
@@ -281,6 +285,10 @@ def _parse(argv):
                    help="what the run holds every engine to: native, or avx2 (make bench-llm "
                         "BENCH_LLM_ISA=avx2 sets KWKER_ISA=avx2, ATEN_CPU_CAPABILITY=avx2 and a "
                         "llama.cpp built without AVX-512); the report checks each engine")
+    p.add_argument("--activations", choices=("float", "int8"), default="float",
+                   help="Kwker's int8 / int4 layers: float activations in the decode step (the "
+                        "default), or int8 (W8A8 / W4A8, the scheme llama.cpp itself runs for "
+                        "these formats); load_gguf(activations=...)")
     p.add_argument("--formats", default=",".join(llm_formats.FORMATS),
                    help=f"comma-separated subset of {','.join(llm_formats.FORMATS)}")
     a = p.parse_args(argv)
@@ -307,10 +315,13 @@ def main(argv=None):
     os.makedirs(out, exist_ok=True)
     env = dict(os.environ)
     env.setdefault("KWKER_CACHE_DIR", os.path.join(out, "cache"))
+    from .llm_workers import ACTIVATIONS_ENV
+    env[ACTIVATIONS_ENV] = a.activations
     info = {"repeats": a.repeats, "threads": 2, "new_tokens": NEW,
             "prompt_tokens": PROMPT_TOKENS, "llama_cpp_python": llama_cpp.__version__,
             "system_info": llama_cpp.llama_print_system_info().decode().strip(),
-            "kwker_cache_dir": env["KWKER_CACHE_DIR"], "loadavg_1min_start": _loadavg()}
+            "kwker_cache_dir": env["KWKER_CACHE_DIR"], "loadavg_1min_start": _loadavg(),
+            "kwker_activations": a.activations}
     info.update(engines_held(a.isa, info["system_info"]))
     print(f"make bench-llm: preparing {', '.join(a.formats)} in {os.path.join(out, 'models')}",
           flush=True)

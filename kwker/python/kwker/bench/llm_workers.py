@@ -14,6 +14,8 @@ import sys
 import time
 
 THREADS = 2
+# What llm_llamacpp --activations hands the Kwker worker (through its environment).
+ACTIVATIONS_ENV = "KWKER_BENCH_LLM_ACTIVATIONS"
 NEW_TOKENS = 64
 PROMPT = [504, 3575, 282, 4649, 314]  # "The capital of France is" (SmolLM2: no BOS)
 # "1": load without llama.cpp's extra buffer types (llm_llamacpp.Worker sets it after a crash).
@@ -84,7 +86,8 @@ class KwkerEngine:
         self._cfg = kwker.config(max_threads=THREADS)
         self._cfg.__enter__()
         t = time.perf_counter()
-        self.model = cb.load_gguf(path)
+        # llm_llamacpp --activations: int8 runs the int8 / int4 layers as W8A8 / W4A8.
+        self.model = cb.load_gguf(path, activations=os.environ.get(ACTIVATIONS_ENV, "float"))
         info = dict(getattr(self.model, "_kwker_cpu_backend", {}) or {})
         self.info = {"load_s": time.perf_counter() - t, "formats": info.get("formats"),
                      "decoder": info.get("decoder"), "engine": cb.status().get("engine")}

@@ -16,7 +16,8 @@ import os
 
 import numpy as np
 
-from ._optimize import MODES, check_decoder, check_options, decoder_for, linear_layers, _replace
+from ._optimize import (MODES, check_activations, check_decoder, check_options, decoder_for,
+                        linear_layers, _replace)
 from . import _status
 
 # GGUF tensor names of a Llama-family block -> transformers module names.
@@ -69,11 +70,13 @@ def _field(reader, key):
     return None if f is None else f.contents()
 
 
-def load_gguf(path, mode=None, *, threads=None, decoder="auto", **from_pretrained):
+def load_gguf(path, mode=None, *, threads=None, decoder="auto", activations="float",
+              **from_pretrained):
     """See kwker.cpu_backend.load_gguf."""
     import torch
     if mode is not None:
         check_options(mode, 32, None, threads, where="load_gguf")
+    check_activations(activations, mode, where="load_gguf")
     check_decoder(decoder, where="load_gguf")
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -119,17 +122,20 @@ def load_gguf(path, mode=None, *, threads=None, decoder="auto", **from_pretraine
             if kind == "F16" and mode == "medium":
                 native = None  # F16 -> bfloat16 is a conversion (lossy)
             n, k = lin.weight.shape
+            act = activations if want in ("int8", "int4") else "float"
             if native and native[0] == want and native[0] in ("int8", "int4") and k % 32 == 0:
                 q, d, m = _blocks(t, n, k)
-                new[name] = _exact_layer(lin, q, d, m, want, native[1], t_arg, heads, name)
+                new[name] = _exact_layer(lin, q, d, m, want, native[1], t_arg, heads, name, act)
             else:
                 new[name] = KwkerLinear.from_linear(lin, mode=want, group=32, threads=t_arg,
                                                     scheme=native[1] if native and
-                                                    native[0] == want else None)
+                                                    native[0] == want else None,
+                                                    activations=act)
             kinds[name] = f"{kind or 'float'} -> {want}"
     for name, mod in new.items():
         _replace(model, name, mod)
     model._kwker_cpu_backend = {"mode": mode, "gguf": path, "layers": len(new),
+                                "activations": activations,
                                 "formats": sorted(set(kinds.values())),
                                 "decoder": decoder_for(model, t_arg, decoder)}
     _status._state["optimized_models"] += 1
@@ -137,7 +143,7 @@ def load_gguf(path, mode=None, *, threads=None, decoder="auto", **from_pretraine
     return model
 
 
-def _exact_layer(lin, q, d, m, mode, scheme, threads, heads, name):
+def _exact_layer(lin, q, d, m, mode, scheme, threads, heads, name, activations="float"):
     """The file's blocks as a packed layer, rows in the order transformers' layer has them."""
     import torch
     from ._linear import KwkerLinear
@@ -161,7 +167,7 @@ def _exact_layer(lin, q, d, m, mode, scheme, threads, heads, name):
             vals, sc, mi = tensors(order)
             if max_diff(vals, sc, mi) <= 1e-6:
                 return KwkerLinear(vals, sc, mi, lin.bias, mode=mode, group=32, threads=threads,
-                                   scheme=scheme)
+                                   scheme=scheme, activations=activations)
     raise ValueError(f"kwker.cpu_backend.load_gguf: the file's tensor for {name} does not match "
                      "the layer transformers built from it (an architecture this loader does not "
                      "map); use optimize() on the transformers model instead")

@@ -34,6 +34,23 @@ def check_mode(mode, where="optimize"):
     return mode
 
 
+ACTIVATIONS = ("float", "int8")
+
+
+def check_activations(activations, mode, where="optimize"):
+    """activations="int8" (W8A8 / W4A8) applies to the int8 / int4 layers; "float" is the
+    default. mode None (load_gguf: each layer keeps its file's format) takes either."""
+    if activations not in ACTIVATIONS:
+        raise ValueError(f"kwker.cpu_backend.{where}: activations={activations!r} is not one of "
+                         "'float' (the default: x stays float32 in the decode step) or 'int8' "
+                         "(x quantised per 32-block at every row count, int8 / int4 modes)")
+    if activations == "int8" and mode not in (None, "int8", "int4"):
+        raise ValueError(f"kwker.cpu_backend.{where}: activations='int8' quantises x for int8 / "
+                         f"int4 weights; mode {mode!r} keeps float activations (leave "
+                         "activations='float', or use mode='int8' or 'int4')")
+    return activations
+
+
 def check_options(mode, group_size, scheme, threads, where="optimize"):
     check_mode(mode, where)
     if mode == "int4":
@@ -104,7 +121,7 @@ DECODER_CHOICES = ("auto", "generic", "off")
 
 
 def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, scheme=None,
-             decoder="auto", exact_blocks=True):
+             decoder="auto", exact_blocks=True, activations="float"):
     """Returns `model` with its nn.Linear layers running Kwker's kernels in `mode`:
 
     "high"   float32 weights and results (differences from torch only from summation order)
@@ -130,9 +147,15 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
     per 32 weights instead of 128, with the same results bit for bit (the kernels rebuild the
     same float32 weights); False keeps every layer in float32. model._kwker_cpu_backend["storage"]
     counts the layers of each storage.
+
+    activations (int8 / int4): "float" (default) keeps x in float32 in the decode step (fewer
+    than 16 rows) and quantises it per 32-block to int8 for prompts; "int8" quantises it in the
+    decode step too (W8A8 / W4A8, llama.cpp's scheme): byte multiply-adds, about 1.3-1.8x the
+    decode speed on AVX2, at the prompt kernels' accuracy (docs/cpu-backend.md).
     """
     import torch
     group, scheme = check_options(mode, group_size, scheme, threads)
+    check_activations(activations, mode)
     check_decoder(decoder)
     if not isinstance(exact_blocks, bool):
         raise TypeError(f"kwker.cpu_backend.optimize: exact_blocks must be True or False (got "
@@ -167,7 +190,7 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
     with torch.no_grad():
         new = {name: KwkerLinear.from_linear(target.get_submodule(name), mode=mode, group=group,
                                              threads=t, scheme=scheme,
-                                             exact_blocks=exact_blocks)
+                                             exact_blocks=exact_blocks, activations=activations)
                for name, _ in layers}
     for name, mod in new.items():
         _replace(target, name, mod)
@@ -179,6 +202,7 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
         kind = getattr(target.get_submodule(name), "storage", None) or mode
         storage[kind] = storage.get(kind, 0) + 1
     target._kwker_cpu_backend = {"mode": mode, "group_size": group, "scheme": scheme,
+                                 "activations": activations,
                                  "layers": len(new), "storage": storage, "decoder": info,
                                  "prompt_attention": (
                                      f"bfloat16 where the prompt kernel rounds x (wraps "
