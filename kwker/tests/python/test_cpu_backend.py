@@ -275,3 +275,7 @@ def test_bench_section_is_opt_in_and_reports_bandwidth_against_targets():
     assert "30.0 GB/s" in text and "≥ 75% PASS" in text and "≥ 50% **MISS**" in text
     assert sec._short("torchao int4 (CPU kernel, group 32), eager") == \
         "torchao int4 (CPU kernel, group 32)"
+    rows = sec.variants(cb.MODES)
+    assert [t for _, _, t in rows] == ["high", "high-float32-storage", "medium", "int8", "int4",
+                                       "int8-a8", "int4-a8"]
+    assert rows[-1][:2] == ("int4", {"activations": "int8"})

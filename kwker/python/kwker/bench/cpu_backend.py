@@ -15,7 +15,8 @@ for each (competitor() below).
 SmolLM2's float32 weights are the GGUF file's blocks dequantised by transformers, so "high"
 stores them as those exact blocks (same results as float32 storage, bit for bit; 111 instead of
 538 MB per token): its row says so in the storage column, and a "high-float32-storage" row
-(optimize(..., exact_blocks=False), no target) shows the same mode streaming float32.
+(optimize(..., exact_blocks=False), no target) shows the same mode streaming float32. The
+"int8-a8" / "int4-a8" rows (activations="int8", no target) run the decode step on W8A8 / W4A8.
 """
 import contextlib
 import os
@@ -156,6 +157,18 @@ def _row(name, n, kdesc, cdesc, ktimes, ctimes, target, extra):
     return row
 
 
+def variants(modes):
+    """(mode, optimize() keywords, row tag) of each row: every mode as optimize() defaults it;
+    "high" kept in float32 storage too (exact_blocks=False: on weights that are exact GGUF blocks
+    the default streams the blocks); int8 / int4 with activations="int8" (W8A8 / W4A8: x
+    quantised in the decode step too; their prompts run the default's kernels, so no prompt
+    row). Targets belong to the default rows."""
+    out = [(m, {}, m) for m in modes]
+    out.insert(1, ("high", {"exact_blocks": False}, "high-float32-storage"))
+    out += [(m, {"activations": "int8"}, f"{m}-a8") for m in ("int8", "int4") if m in modes]
+    return out
+
+
 def run(runner, log, repeats=5):
     """Appends section 14's rows to runner.rows; returns the section's environment facts."""
     import torch
@@ -176,14 +189,9 @@ def run(runner, log, repeats=5):
                 ids = torch.tensor([[504, 3575, 282, 4649, 314]])
                 prompt = torch.randint(0, 30000, (1, PROMPT_TOKENS),
                                        generator=torch.Generator().manual_seed(1))
-                # "high" on weights that are exact GGUF blocks (SmolLM2's, dequantised by
-                # transformers) streams the blocks; a second row keeps float32 storage
-                # (exact_blocks=False), so both are in the table. Targets are the default's.
-                variants = [(mode, {}) for mode in cb.MODES]
-                variants.insert(1, ("high", {"exact_blocks": False}))
                 high_storage = None
-                for mode, kw in variants:
-                    if kw and high_storage == {"float32"}:
+                for mode, kw, tag in variants(cb.MODES):
+                    if kw.get("exact_blocks") is False and high_storage == {"float32"}:
                         continue  # the default "high" row already streams float32
                     opt = cb.optimize(model, mode, **kw)
                     storage = opt._kwker_cpu_backend["storage"]
@@ -196,18 +204,20 @@ def run(runner, log, repeats=5):
                         comp = None
                     args = "".join(f", {k}={v!r}" for k, v in kw.items())
                     kdesc = f"kwker.cpu_backend.optimize(model, {mode!r}{args})"
-                    tag = mode + ("-float32-storage" if kw else "")
                     store = ", ".join(f"{k} x{v}" for k, v in sorted(storage.items()))
                     decode_tps(opt, ids, torch)          # warm-up both
                     if comp is not None:
                         decode_tps(comp, ids, torch)
                     kt, ct, kp, cp = [], [], [], []
+                    with_prompt = "activations" not in kw
                     for _ in range(repeats):
                         kt.append(1.0 / decode_tps(opt, ids, torch))
-                        kp.append(prompt_s(opt, prompt, torch))
+                        if with_prompt:
+                            kp.append(prompt_s(opt, prompt, torch))
                         if comp is not None:
                             ct.append(1.0 / decode_tps(comp, ids, torch))
-                            cp.append(prompt_s(comp, prompt, torch))
+                            if with_prompt:
+                                cp.append(prompt_s(comp, prompt, torch))
                     wb = weight_bytes(opt)
                     tps = 1.0 / statistics.median(kt)
                     share = wb * tps / 1e9 / bw
@@ -227,9 +237,10 @@ def run(runner, log, repeats=5):
                     extra = {"tok_s": tps, "bandwidth_share": share, "storage": store}
                     runner.rows.append(_row(f"cpu_backend/{label}/decode/{tag} vs {_short(cdesc)}",
                                             NEW_TOKENS, kdesc, cdesc, kt, ct, target, extra))
-                    runner.rows.append(_row(f"cpu_backend/{label}/prompt{PROMPT_TOKENS}/{tag} vs "
-                                            f"{_short(pdesc)}", PROMPT_TOKENS, kdesc, pdesc,
-                                            kp, cp, 0.97, {"storage": store}))
+                    if with_prompt:
+                        runner.rows.append(_row(f"cpu_backend/{label}/prompt{PROMPT_TOKENS}/{tag} "
+                                                f"vs {_short(pdesc)}", PROMPT_TOKENS, kdesc, pdesc,
+                                                kp, cp, 0.97, {"storage": store}))
                     del opt, comp
             env["bandwidth"] = bwrows
     finally:
