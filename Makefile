@@ -129,7 +129,8 @@ bench-native:
 # BENCH_LLM_ISA=avx2: the AVX2 comparison on any x86 machine: llama.cpp built without AVX-512
 # (GGML_NATIVE off; AVX2, FMA, F16C on) with pip's cache bypassed (a cached native wheel would
 # come back) into build/llama-avx2, a folder of its own put first on PYTHONPATH for the run;
-# Kwker capped with KWKER_ISA=avx2 and torch with ATEN_CPU_CAPABILITY=avx2. Results in
+# Kwker capped with KWKER_ISA=avx2 and torch with ATEN_CPU_CAPABILITY=avx2 (oneDNN and MKL, which
+# torch calls, with ONEDNN_MAX_CPU_ISA / MKL_ENABLE_INSTRUCTIONS=AVX2). Results in
 # build/bench-llm-avx2/. The report prints what each engine ran.
 LLAMA_CPP_PYTHON ?= 0.3.36
 BENCH_LLM_ARGS ?=
@@ -140,7 +141,7 @@ ifeq ($(BENCH_LLM_ISA),avx2)
 	@PYTHONPATH=$(LLAMA_AVX2) $(PY) -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '$(LLAMA_CPP_PYTHON)' or 'AVX512 = 1' in llama_cpp.llama_print_system_info().decode())" 2>/dev/null \
 	  || { rm -rf $(LLAMA_AVX2) && CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_CUDA=OFF -DGGML_BLAS=OFF -DGGML_VULKAN=OFF" \
 	       $(PIP) install -q --no-cache-dir --no-deps --target $(LLAMA_AVX2) "llama-cpp-python==$(LLAMA_CPP_PYTHON)"; }
-	PYTHONPATH=$(LLAMA_AVX2) KWKER_ISA=avx2 ATEN_CPU_CAPABILITY=avx2 \
+	PYTHONPATH=$(LLAMA_AVX2) KWKER_ISA=avx2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
 	  KWKER_CACHE_DIR=$(BUILD)/bench-llm-avx2/cache $(PY) -m kwker.bench.llm_llamacpp \
 	  --out $(BUILD)/bench-llm-avx2 --isa avx2 $(BENCH_LLM_ARGS)
 else ifeq ($(BENCH_LLM_ISA),native)

@@ -232,3 +232,17 @@ def test_isa_avx2_holds_every_competitor(capfd):
     assert any("Polars" in n for n in env["held"]["not_held"])
     assert out["rows"] and all(r["name"].startswith(("sort/", "torch")) for r in out["rows"])
     assert "--isa" not in " ".join(out["argv"]) and "--no-avx2-baseline" in out["argv"]
+    # torch's own kernels and the libraries it calls (oneDNN, MKL) are all held
+    assert env["held"]["torch_libraries"] == {"ONEDNN_MAX_CPU_ISA": "AVX2",
+                                              "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+    assert not any("library is not held" in n for n in env["held"]["not_held"])
+
+
+def test_an_unheld_torch_library_is_named_with_its_switch(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from kwker.bench import avx2
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2")
+    _, notes = avx2.kwker_torch_held("avx2", torch)
+    assert "torch's onednn library is not held to AVX2 (set ONEDNN_MAX_CPU_ISA=AVX2)" in notes
+    assert not any("MKL_ENABLE_INSTRUCTIONS" in n for n in notes)

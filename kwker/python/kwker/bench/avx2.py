@@ -154,6 +154,11 @@ def child_main():
             send({"error": f"{type(exc).__name__}: {exc}"})
 
 
+# What holds the libraries torch calls to AVX2 (ATEN_CPU_CAPABILITY holds only torch's own
+# kernels): oneDNN (bfloat16 / int8 linear layers, convolutions) and MKL (float32 GEMM).
+TORCH_LIBRARIES_AVX2 = {"ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+
+
 def kwker_torch_held(isa, torch):
     """Kwker's engine and torch's CPU capability, and notes on whichever of the two is not held
     to `isa` (the reports of runs held to AVX2: python -m kwker bench --isa, make bench-llm)."""
@@ -170,4 +175,10 @@ def kwker_torch_held(isa, torch):
         notes.append(f"kwker runs its {engine} engine (set KWKER_ISA={isa})")
     if cap is not None and str(cap).upper() not in (isa.upper(), "DEFAULT"):
         notes.append(f"torch runs {cap} (set ATEN_CPU_CAPABILITY={isa})")
-    return {"kwker_engine": engine, "torch_cpu_capability": cap}, notes
+    libs = {k: os.environ.get(k) for k in TORCH_LIBRARIES_AVX2}
+    if torch is not None and isa == "avx2":
+        for k, want in TORCH_LIBRARIES_AVX2.items():
+            if (libs[k] or "").upper() != want:
+                notes.append(f"torch's {k.split('_')[0].lower()} library is not held to AVX2 "
+                             f"(set {k}={want})")
+    return {"kwker_engine": engine, "torch_cpu_capability": cap, "torch_libraries": libs}, notes

@@ -48,7 +48,9 @@ def header(env):
         libs += (f" · **held to {hv['isa']}**: kwker engine `{hv['kwker_engine']}`, NumPy "
                  f"{'AVX-512' if hv['numpy_avx512'] else 'without AVX-512'} (dispatch found: "
                  f"{', '.join(hv.get('numpy_dispatch_found') or [])}), torch CPU capability "
-                 f"{hv.get('torch_cpu_capability')}; not held: {'; '.join(hv['not_held'])}")
+                 f"{hv.get('torch_cpu_capability')} (oneDNN / MKL: "
+                 f"{', '.join(f'{k}={v}' for k, v in (hv.get('torch_libraries') or {}).items())}"
+                 f"); not held: {'; '.join(hv['not_held'])}")
     return (f"**Machine:** {env.get('cpu_brand')} ({env.get('cpu_vendor')}), "
             f"{env.get('logical_cpus')} logical CPUs · **kwker** {env['kwker_version']}, "
             f"engine `{env['engine']}` (engines: {', '.join(env['engines'])}), backend "

@@ -314,9 +314,12 @@ ISA_CHILD = "KWKER_BENCH_ISA"
 
 
 def held_env(isa):
-    """The environment variables that hold every competitor to `isa` (only "avx2")."""
+    """The environment variables that hold every competitor to `isa` (only "avx2"): torch's
+    own kernels through ATEN_CPU_CAPABILITY, and the libraries it calls through theirs (oneDNN
+    runs torch's bfloat16 linear layers: without ONEDNN_MAX_CPU_ISA a [256, 576] x [576, 1536]
+    bfloat16 product ran AVX-512 BF16 in 1.6 ms on Zen 4, held to AVX2 in 16.7 ms)."""
     return {"KWKER_ISA": "avx2", "NPY_DISABLE_CPU_FEATURES": avx2.DISABLE,
-            "ATEN_CPU_CAPABILITY": "avx2", ISA_CHILD: isa}
+            "ATEN_CPU_CAPABILITY": "avx2", **avx2.TORCH_LIBRARIES_AVX2, ISA_CHILD: isa}
 
 
 def _run_held(argv, isa):
