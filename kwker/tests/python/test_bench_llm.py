@@ -72,7 +72,8 @@ def test_f32_is_the_exact_dequantisation_with_the_same_metadata(tmp_path):
 
 
 @pytest.mark.parametrize("fmt, block_types, embd, tol", [
-    ("BF16", "BF16", "BF16", 2.0 ** -8), ("Q8_0", "Q8_0", "Q8_0", 1 / 127),
+    ("F16", "F16", "F16", 2.0 ** -11), ("BF16", "BF16", "BF16", 2.0 ** -8),
+    ("Q8_0", "Q8_0", "Q8_0", 1 / 127),
     ("Q4_0", "Q4_0", "Q8_0", 1 / 7)])
 def test_formats_keep_the_weights_within_their_rounding(tmp_path, fmt, block_types, embd, tol):
     f32 = str(tmp_path / "f32.gguf")
@@ -113,7 +114,7 @@ def test_prepare_makes_each_format_once_and_remakes_on_a_new_converter(tmp_path)
     paths, conv = llm_formats.prepare(folder, src=src, use_llama=False, log=logs.append)
     assert conv == "gguf.quants" and paths["Q4_1"] == src
     assert set(paths) == set(llm_formats.FORMATS)
-    for fmt in ("F32", "BF16", "Q8_0", "Q4_0"):
+    for fmt in ("F32", "F16", "BF16", "Q8_0", "Q4_0"):
         assert os.path.basename(paths[fmt]) == f"SmolTest.{fmt}.gguf"
     stamps = {f: os.stat(p).st_mtime_ns for f, p in paths.items()}
     logs.clear()
@@ -130,7 +131,7 @@ def test_prepare_makes_each_format_once_and_remakes_on_a_new_converter(tmp_path)
         json.dump(man, f)
     logs.clear()
     llm_formats.prepare(folder, src=src, use_llama=False, log=logs.append)
-    assert len(logs) == 4  # F32, BF16, Q8_0, Q4_0 again
+    assert len(logs) == 5  # F32, F16, BF16, Q8_0, Q4_0 again
 
 
 def test_weight_bytes_count_every_matrix_once(tmp_path):

