@@ -1,7 +1,10 @@
-// Prompt rows (m >= kLinPromptRows) in int8 / int4 on every engine: x quantised per row and
-// 32-block to int8, exact int32 block dot products, then the fixed float steps of
-// core/linear_prompt.h, so these kernels give the bits of the avx512 engine's AMX / VNNI kernels
-// (engines/avx512/linear_prompt.cc), which take the call where the CPU has them.
+// The int8-activation kernels: prompt rows (m >= kLinPromptRows) in int8 / int4 on every engine,
+// and every call of the A8 modes (core/linear_layout.h). x is quantised per row and 32-block to
+// int8, each block's dot products are exact int32, then the fixed float steps of
+// core/linear_prompt.h follow, so these kernels give the bits of the avx512 engine's AMX / VNNI
+// prompt kernels (engines/avx512/linear_prompt.cc), which take prompts where the CPU has them.
+// Prompts relay the weights into strips (below); the A8 decode step (fewer rows) streams the
+// packed panels once (decode_row).
 //
 // AVX2 (the avx2 engine, and the avx512 engine on a CPU without VNNI): byte multiply-adds.
 // int8: VPMADDUBSW wants one unsigned operand and saturates its 16-bit pair sums, so it takes
