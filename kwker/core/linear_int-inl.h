@@ -577,9 +577,14 @@ inline int run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.qx = qx;
   jb.dx = dx;
   jb.qs = qs;
-  jb.ntasks = lin_threads(ctx.threads, jb.panel_bytes * jb.npanels * (m / 16), jb.nstrips);
-  ctx.used_threads = jb.ntasks;
-  rt::run_parallel(jb.ntasks, int_task, &jb);
+  // Strips in chunks taken as threads come free (rt::run_parallel_shared), up to
+  // kLinChunksPerThread per thread: beside a busy process a fixed half per thread left the
+  // call waiting for the preempted half (2 threads no faster than 1, 2816 x 1024, 16-256 rows).
+  const int threads = lin_threads(ctx.threads, jb.panel_bytes * jb.npanels * (m / 16), jb.nstrips);
+  const int64_t chunks = threads * int64_t(kLinChunksPerThread);
+  jb.ntasks = threads <= 1 ? 1 : int(chunks < jb.nstrips ? chunks : jb.nstrips);
+  ctx.used_threads = threads;
+  rt::run_parallel_shared(threads, jb.ntasks, int_task, &jb);
   std::free(mem);
   return jb.failed ? -1 : 0;
 }
