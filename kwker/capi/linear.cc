@@ -219,7 +219,7 @@ KWKER_API const char *kwker_linear_kernel(int mode, int64_t m) {
   }
   const int eid = current_engine();
   if (eid == kAvx512) {
-    switch (linear_prompt_kernel_avx512(lin_a8(mode) ? lin_layout(mode) : mode, m)) {
+    switch (linear_prompt_kernel_avx512(lin_base(mode), m)) {
       case kPromptAmxBf16: return "amx-bf16";
       case kPromptAmxInt8: return "amx-int8";
       case kPromptVnniInt8: return "vnni-int8";
@@ -227,8 +227,7 @@ KWKER_API const char *kwker_linear_kernel(int mode, int64_t m) {
       default: break;
     }
   }
-  if (lin_a8(mode) || ((mode == kLinInt8 || mode == kLinInt4) && m >= kLinPromptRows))
-    return linear_table(eid).int_kernel;
+  if (lin_int_activations(mode, m)) return linear_table(eid).int_kernel;
   return linear_table(eid).name;
 }
 

@@ -778,7 +778,7 @@ void run_task(void *ctx, int task) {
 int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, const void *packed,
                int64_t n, int64_t group, const float *bias, float *y) {
   // The A8 modes' prompts are int8 / int4's (their decode step quantises x too).
-  const int base = lin_a8(mode) ? lin_layout(mode) : mode;
+  const int base = lin_base(mode);
 #if defined(__AVX512F__)
   // Prompt rows on AMX / VNNI (core/linear_prompt.h); 0 means these kernels take the call.
   if (m >= kLinPromptRows) {
@@ -788,8 +788,7 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
 #endif
   if ((mode == kLinF32 || mode == kLinBF16 || lin_exact_blocks(mode)) && m >= kLinPromptRows)
     return prompt_run(ctx, mode, x, m, k, packed, n, group, bias, y);
-  if ((base == kLinInt8 || base == kLinInt4) && (m >= kLinPromptRows || lin_a8(mode)))
-    return intp::run(ctx, base, x, m, k, packed, n, group, bias, y);
+  if (lin_int_activations(mode, m)) return intp::run(ctx, base, x, m, k, packed, n, group, bias, y);
   const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t ng = mode == kLinInt4 ? kp / group : 0;
   // Decode-sized (a few KiB): plain aligned memory, reused hot by malloc; 64-byte aligned so

@@ -37,7 +37,7 @@ struct IJob {
   const uint8_t *packed;
   const float *bias;
   float *y;
-  int ntasks;
+  int ntasks;  // tasks the strips (prompts) or panels (the A8 decode step) are split into
   bool failed;
 };
 
@@ -244,10 +244,9 @@ inline void load_strip(const IJob &jb, int64_t strip, uint8_t *sb, float *scale,
   }
 }
 
-// y[row, strip columns] = acc + bias, within y's n columns.
-inline void store_row(const IJob &jb, int64_t strip, int64_t row, const float *acc) {
-  const int64_t c0 = strip * kCols;
-  const int nc = int(jb.n - c0 < kCols ? jb.n - c0 : kCols);
+// y[row, c0 .. c0 + width) = acc + bias, within y's n columns.
+inline void store(const IJob &jb, int64_t c0, int width, int64_t row, const float *acc) {
+  const int nc = int(jb.n - c0 < width ? jb.n - c0 : width);
   float *yr = jb.y + row * jb.n + c0;
   if (jb.bias)
     for (int c = 0; c < nc; ++c) yr[c] = acc[c] + jb.bias[c0 + c];
@@ -319,7 +318,7 @@ void strip_rows(const IJob &jb, const uint8_t *sb, const float *scale, const flo
     alignas(32) float out[kCols];
     _mm256_store_ps(out, acc[r][0]);
     _mm256_store_ps(out + 8, acc[r][1]);
-    store_row(jb, strip, r0 + r, out);
+    store(jb, strip * kCols, kCols, r0 + r, out);
   }
 }
 constexpr int kRows = 2;  // 2 rows x 2 vectors: 4 int32 sums and 4 float accumulators in 16 ymm
@@ -351,7 +350,7 @@ void strip_rows(const IJob &jb, const uint8_t *sb, const float *scale, const flo
       }
     }
   }
-  store_row(jb, strip, r0, acc);
+  store(jb, strip * kCols, kCols, r0, acc);
 }
 constexpr int kRows = 1;
 #endif
@@ -387,25 +386,6 @@ inline void int_task(void *ctx, int task) {
 // ---- the A8 modes' decode step (fewer than kLinPromptRows rows): the weights streamed once
 // from their packed panels (no strip), each panel's 4 columns per block reduced to 4 exact int32
 // sums, then the same float steps as strip_rows, so a row gets the same bits at any row count.
-struct DJob {
-  int mode;  // kLinInt8 or kLinInt4 (the layout)
-  int64_t m, n, kp, nb, group, panel_bytes, npanels, nchunks;
-  const int8_t *qx;
-  const float *dx;
-  const int32_t *qs;
-  const uint8_t *packed;
-  const float *bias;
-  float *y;
-};
-
-inline void store_panel(const DJob &jb, int64_t p, int64_t row, const float *acc) {
-  for (int j = 0; j < NR; ++j) {
-    const int64_t col = p * NR + j;
-    if (col >= jb.n) break;
-    jb.y[row * jb.n + col] = jb.bias ? acc[j] + jb.bias[col] : acc[j];
-  }
-}
-
 #if defined(__AVX2__)
 // One row of NP panels (4 NP columns) over all blocks. int8: one column's 32 bytes per vector,
 // |w| x sign(x, w) as in strip_rows. int4: two columns per vector, column j's low nibbles
@@ -416,7 +396,7 @@ inline void store_panel(const DJob &jb, int64_t p, int64_t row, const float *acc
 // measured slower where the weights come from memory (int8 8,192 x 4,096: 1.5 -> 1.1x the float
 // kernels), so the kernel runs NP = 1.
 template <int MODE, int NP>
-void decode_row(const DJob &jb, int64_t p, int64_t r) {
+void decode_row(const IJob &jb, int64_t p, int64_t r) {
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t bpg = MODE == kLinInt8 ? 1 : jb.group / kLinQ8Block;  // blocks per group
   const int64_t gbytes = MODE == kLinInt8 ? kLinQ8PanelBlockBytes : NR * 8 + NR * jb.group / 2;
@@ -480,28 +460,23 @@ void decode_row(const DJob &jb, int64_t p, int64_t r) {
   for (int q = 0; q < NP; ++q) {
     alignas(16) float out[NR];
     _mm_store_ps(out, acc[q]);
-    store_panel(jb, p + q, r, out);
+    store(jb, (p + q) * NR, NR, r, out);
   }
 }
 
 template <int MODE>
-void decode_panels(const DJob &jb, int64_t p0, int64_t p1) {
+void decode_panels(const IJob &jb, int64_t p0, int64_t p1) {
   for (int64_t p = p0; p < p1; ++p)
     for (int64_t r = 0; r < jb.m; ++r) decode_row<MODE, 1>(jb, p, r);
 }
 #else
 template <int MODE>
-void decode_panel(const DJob &jb, int64_t p) {
+void decode_panel(const IJob &jb, int64_t p) {
   float acc[kLinPromptRows][NR] = {};
   for (int64_t b = 0; b < jb.nb; ++b) {
     int w[NR][kLinQ8Block];
     float sc[NR], mn[NR] = {0, 0, 0, 0};
-    IJob ij{};
-    ij.mode = MODE;
-    ij.group = jb.group;
-    ij.packed = jb.packed;
-    ij.panel_bytes = jb.panel_bytes;
-    block_values(ij, p, b, w, sc, mn);
+    block_values(jb, p, b, w, sc, mn);
     for (int64_t r = 0; r < jb.m; ++r) {
       const int8_t *xb = jb.qx + r * jb.kp + b * kLinQ8Block;
       const float dx = jb.dx[r * jb.nb + b];
@@ -517,18 +492,18 @@ void decode_panel(const DJob &jb, int64_t p) {
       }
     }
   }
-  for (int64_t r = 0; r < jb.m; ++r) store_panel(jb, p, r, acc[r]);
+  for (int64_t r = 0; r < jb.m; ++r) store(jb, p * NR, NR, r, acc[r]);
 }
 
 template <int MODE>
-void decode_panels(const DJob &jb, int64_t p0, int64_t p1) {
+void decode_panels(const IJob &jb, int64_t p0, int64_t p1) {
   for (int64_t p = p0; p < p1; ++p) decode_panel<MODE>(jb, p);
 }
 #endif
 
 inline void decode_task(void *ctx, int task) {
-  const DJob &jb = *static_cast<const DJob *>(ctx);
-  const int64_t p0 = jb.npanels * task / jb.nchunks, p1 = jb.npanels * (task + 1) / jb.nchunks;
+  const IJob &jb = *static_cast<const IJob *>(ctx);
+  const int64_t p0 = jb.npanels * task / jb.ntasks, p1 = jb.npanels * (task + 1) / jb.ntasks;
   if (jb.mode == kLinInt8) decode_panels<kLinInt8>(jb, p0, p1);
   else decode_panels<kLinInt4>(jb, p0, p1);
 }
@@ -563,20 +538,18 @@ inline int run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   qr.ntasks = int(qt < 1 ? 1 : (qt < ctx.threads ? qt : ctx.threads));
   if (qr.ntasks > 1) rt::run_parallel(qr.ntasks, quantise_task, &qr);
   else quantise_task(&qr, 0);
-  if (m < kLinPromptRows) {
-    DJob dj{mode, m, n, jb.kp, jb.nb, group, jb.panel_bytes, jb.npanels, 1, qx, dx, qs,
-            jb.packed, bias, y};
-    const int64_t work = jb.panel_bytes * jb.npanels;
-    const int threads = lin_threads(ctx.threads, work, jb.npanels);
-    dj.nchunks = lin_chunks(threads, work, jb.npanels);
-    ctx.used_threads = threads;
-    rt::run_parallel_shared(threads, int(dj.nchunks), decode_task, &dj);
-    std::free(mem);
-    return 0;
-  }
   jb.qx = qx;
   jb.dx = dx;
   jb.qs = qs;
+  if (m < kLinPromptRows) {
+    const int64_t work = jb.panel_bytes * jb.npanels;
+    const int threads = lin_threads(ctx.threads, work, jb.npanels);
+    jb.ntasks = int(lin_chunks(threads, work, jb.npanels));
+    ctx.used_threads = threads;
+    rt::run_parallel_shared(threads, jb.ntasks, decode_task, &jb);
+    std::free(mem);
+    return 0;
+  }
   // Strips in chunks taken as threads come free (rt::run_parallel_shared), up to
   // kLinChunksPerThread per thread: beside a busy process a fixed half per thread left the
   // call waiting for the preempted half (2 threads no faster than 1, 2816 x 1024, 16-256 rows).

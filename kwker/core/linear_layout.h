@@ -61,6 +61,8 @@ inline int lin_layout(int mode) {
 // for prompts (core/linear_prompt.h says what they compute), so that each row's result does not
 // depend on how many rows a call has; int8 / int4 quantise x from kLinPromptRows rows only.
 inline bool lin_a8(int mode) { return mode == kLinInt8A8 || mode == kLinInt4A8; }
+// The mode a call computes in: the A8 modes are int8 / int4 with x quantised at every row count.
+inline int lin_base(int mode) { return lin_a8(mode) ? lin_layout(mode) : mode; }
 inline bool lin_exact_blocks(int mode) { return mode == kLinF32Q4 || mode == kLinF32Q8; }
 
 // Threads for a linear call: a second thread pays once each covers kLinMinBytesPerThread of
@@ -87,7 +89,7 @@ inline int64_t lin_chunks(int threads, int64_t work_bytes, int64_t units) {
 inline int64_t lin_padded_k(int mode, int64_t k, int64_t group) {
   mode = lin_layout(mode);
   if (mode == kLinF32 || mode == kLinBF16) return lin_round_up(k, kLinLanes);
-  if (mode == kLinInt8) return lin_round_up(k, kLinQ8Block);  // (mode is the layout here)
+  if (mode == kLinInt8) return lin_round_up(k, kLinQ8Block);
   return lin_round_up(k, group);
 }
 

@@ -16,12 +16,20 @@
 #include <cstdint>
 
 #include "core/engine.h"
+#include "core/linear_layout.h"
 
 namespace kwker {
 
 // Rows from which a call is a prompt: below it (the decode step, a few sequences) the weight
 // streaming kernels win, since the weights are read once whatever the row count.
 constexpr int64_t kLinPromptRows = 16;
+
+// Whether a call of m rows in `mode` quantises x to int8 (the int8-activation kernels, AMX / VNNI
+// or core/linear_int-inl.h): int8 / int4 from kLinPromptRows rows, the A8 modes at any count.
+inline bool lin_int_activations(int mode, int64_t m) {
+  const int base = lin_base(mode);
+  return (base == kLinInt8 || base == kLinInt4) && (m >= kLinPromptRows || lin_a8(mode));
+}
 
 enum PromptKernel {
   kPromptNone = 0,

@@ -5,14 +5,13 @@ import torch
 
 from kwker.torch_ops import _compiled
 
-from ._status import MODES
+from ._status import ACTIVATIONS, MODES
 
 MODE_CODES = {m: i for i, m in enumerate(MODES)}
 # "high" stored as exact GGUF blocks (kwker.h: KWKER_LINEAR_HIGH_Q4 / _HIGH_Q8; _quant.exact_blocks).
 STORAGE_CODES = {"exact-q4_1": 4, "exact-q8_0": 5}
 # int8 / int4 with activations="int8" (kwker.h: KWKER_LINEAR_INT8_A8 / _INT4_A8: W8A8 / W4A8).
 A8_CODES = {"int8": 6, "int4": 7}
-ACTIVATIONS = ("float", "int8")
 
 
 _NS = []

@@ -34,7 +34,7 @@ def check_mode(mode, where="optimize"):
     return mode
 
 
-ACTIVATIONS = ("float", "int8")
+ACTIVATIONS = _status.ACTIVATIONS
 
 
 def check_activations(activations, mode, where="optimize"):

@@ -79,6 +79,9 @@ def amx_status(cpu_features, kernels=None):
 # The modes in the order of the C library's mode codes (KWKER_LINEAR_HIGH = 0 ... INT4 = 3):
 # the one list every module of the backend uses (this one imports no torch).
 MODES = ("high", "medium", "int8", "int4")
+# activations= of optimize() / load_gguf() / KwkerLinear: "float" (default), or "int8" (the int8 /
+# int4 layers quantise x at every row count: W8A8 / W4A8).
+ACTIVATIONS = ("float", "int8")
 
 # A prompt's row count for the query: far above the library's own threshold (kLinPromptRows,
 # 16), which the library alone decides.
