@@ -145,7 +145,8 @@ def test_table_reports_numbers_ratios_and_failures():
            "loadavg_1min_end": 2.5, "decode_ratio": 1.25, "prompt_ratio": 0.5, "greedy_agree": 64,
            "kwker_info": {"formats": ["Q4_1 -> int4", "Q8_0 -> int8"]},
            "llama": {"tok_s": 100.0, "prompt_s": 0.2, "other_cpu_fraction": 0.05},
-           "kwker": {"tok_s": 125.0, "prompt_s": 0.4, "other_cpu_fraction": 0.1}}
+           "kwker": {"tok_s": 125.0, "prompt_s": 0.4, "other_cpu_fraction": 0.1,
+                     "generate_tok_s": 90.0}, "generate_ratio": 0.9, "generate_agree": 64}
     bad = {"format": "BF16", "weight_MB_per_token": 269.1, "loadavg_1min_start": None,
            "loadavg_1min_end": None, "kwker_error": "ValueError: no such layout",
            "llama": {"tok_s": 86.0, "prompt_s": 0.3, "other_cpu_fraction": 0.0}}
@@ -155,11 +156,15 @@ def test_table_reports_numbers_ratios_and_failures():
     lines = md.splitlines()
     assert lines[2].split("|")[1:-1] == [
         " Q4_1 ", " Q4_1 -> int4, Q8_0 -> int8 ", " 96.4 ", " 100.0 ", " 125.0 ", " 1.25x ",
-        " 200 ", " 400 ", " 0.50x ", " 64/64 ", " 5% / 10% ", " 2.0–2.5 "]
-    assert "| BF16 | load failed | 269.1 | 86.0 | — | —x |" in lines[3]
+        " 90.0 ", " 0.90x ", " 200 ", " 400 ", " 0.50x ", " 64/64 ", " 5% / 10% ", " 2.0–2.5 "]
+    assert "| BF16 | load failed | 269.1 | 86.0 | — | —x | — | —x |" in lines[3]
+    assert "agree on only" not in md
     assert "- BF16: Kwker failed: ValueError: no such layout" in md
     assert "medians of 5 interleaved repeats" in md
     assert "Q4_1: other processes used more than 10%" not in md
+    row["generate_agree"] = 40
+    assert ("- Q4_1: Kwker's generate() and forward loop agree on only 40/64 greedy tokens"
+            in llm_llamacpp.table({"env": env, "rows": [row]}))
     row["kwker"]["other_cpu_fraction"] = 0.5
     md = llm_llamacpp.table({"env": env, "rows": [row]})
     assert "- Q4_1: other processes used more than 10% of the machine while Kwker ran" in md
@@ -191,6 +196,21 @@ def test_a_worker_that_cannot_load_says_why(tmp_path):
     w = llm_llamacpp.Worker("kwker", str(tmp_path / "missing.gguf"), dict(os.environ))
     try:
         assert "error" in w.ready and "missing.gguf does not exist" in w.ready["error"]
+    finally:
+        w.close()
+
+
+def test_kwker_worker_decodes_the_same_tokens_in_a_loop_and_through_generate():
+    """The Kwker worker's forward loop (the like-for-like number against llama.cpp's loop) and
+    generate() give the same greedy tokens, and both are timed."""
+    w = llm_llamacpp.Worker("kwker", llm_formats.shipped_path(), dict(os.environ))
+    try:
+        assert "ready" in w.ready, w.ready
+        ans, _ = w.ask("tokens")
+        assert len(ans["tokens"]) == 64 and ans["tokens"][0] == 7042  # " Paris"
+        assert ans["generate_tokens"] == ans["tokens"]
+        ans, _ = w.ask("decode")
+        assert ans["tok_s"] > 0 and ans["generate_tok_s"] > 0
     finally:
         w.close()
 

@@ -148,11 +148,15 @@ def bench_format(fmt, path, env, repeats, ids, log):
             workers[eng] = w
             row[f"{eng}_info"] = w.ready["ready"]
         live = [e for e in ENGINES if e in workers]
-        times = {e: {"tok_s": [], "prompt_s": [], "other_cpu": []} for e in live}
+        times = {e: {"tok_s": [], "generate_tok_s": [], "prompt_s": [], "other_cpu": []}
+                 for e in live}
         tokens = {}
         for e in live:  # warm-up: one decode and one prompt each, and the greedy tokens
             try:
-                tokens[e] = workers[e].ask("tokens")[0]["tokens"]
+                ans = workers[e].ask("tokens")[0]
+                tokens[e] = ans["tokens"]
+                if "generate_tokens" in ans:
+                    row["generate_agree"] = _agree(ans["generate_tokens"], ans["tokens"])
                 workers[e].ask("decode")
                 workers[e].ask("prompt", ids=ids)
             except RuntimeError as err:
@@ -163,6 +167,8 @@ def bench_format(fmt, path, env, repeats, ids, log):
             for e in order:
                 ans, other = workers[e].ask("decode")
                 times[e]["tok_s"].append(ans["tok_s"])
+                if "generate_tok_s" in ans:
+                    times[e]["generate_tok_s"].append(ans["generate_tok_s"])
                 times[e]["other_cpu"].append(other)
                 ans, other = workers[e].ask("prompt", ids=ids)
                 times[e]["prompt_s"].append(ans["s"])
@@ -171,11 +177,17 @@ def bench_format(fmt, path, env, repeats, ids, log):
             row[e] = {"tok_s": statistics.median(t["tok_s"]),
                       "prompt_s": statistics.median(t["prompt_s"]),
                       "tok_s_all": t["tok_s"], "prompt_s_all": t["prompt_s"],
+                      "generate_tok_s": (statistics.median(t["generate_tok_s"])
+                                         if t["generate_tok_s"] else None),
+                      "generate_tok_s_all": t["generate_tok_s"],
                       "other_cpu_fraction": statistics.median(
                           [x for x in t["other_cpu"] if x is not None] or [0.0])}
         if len(times) == 2:
             k, l = times["kwker"], times["llama"]
             row["decode_ratio"] = statistics.median(a / b for a, b in zip(k["tok_s"], l["tok_s"]))
+            if k["generate_tok_s"]:
+                row["generate_ratio"] = statistics.median(
+                    a / b for a, b in zip(k["generate_tok_s"], l["tok_s"]))
             row["prompt_ratio"] = statistics.median(b / a for a, b in
                                                     zip(k["prompt_s"], l["prompt_s"]))
         if len(tokens) == 2:
@@ -201,9 +213,10 @@ def table(result):
     """The Markdown report of a result dict."""
     rows = result["rows"]
     lines = ["| format | Kwker layers | weight MB/token | llama.cpp tok/s | Kwker tok/s | "
-             "decode ratio | llama.cpp prompt-256 ms | Kwker prompt-256 ms | prompt ratio | "
+             "decode ratio | Kwker generate() tok/s | generate() ratio | "
+             "llama.cpp prompt-256 ms | Kwker prompt-256 ms | prompt ratio | "
              "greedy tokens agreeing | other CPU (llama / kwker) | load avg |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in rows:
         lk, kk = r.get("llama") or {}, r.get("kwker") or {}
         kinfo = r.get("kwker_info") or {}
@@ -212,7 +225,8 @@ def table(result):
         ms = [None if x.get("prompt_s") is None else x["prompt_s"] * 1e3 for x in (lk, kk)]
         cells = [r["format"], layers, f"{r['weight_MB_per_token']:.1f}",
                  _f(lk.get("tok_s"), ".1f"), _f(kk.get("tok_s"), ".1f"),
-                 _f(r.get("decode_ratio"), ".2f") + "x", _f(ms[0], ".0f"), _f(ms[1], ".0f"),
+                 _f(r.get("decode_ratio"), ".2f") + "x", _f(kk.get("generate_tok_s"), ".1f"),
+                 _f(r.get("generate_ratio"), ".2f") + "x", _f(ms[0], ".0f"), _f(ms[1], ".0f"),
                  _f(r.get("prompt_ratio"), ".2f") + "x", f"{_f(r.get('greedy_agree'), 'd')}/{NEW}",
                  f"{_f(lk.get('other_cpu_fraction'), '.0%')} / "
                  f"{_f(kk.get('other_cpu_fraction'), '.0%')}",
@@ -223,7 +237,11 @@ def table(result):
     env = result["env"]
     lines += ["", f"Ratios are Kwker / llama.cpp speed (> 1: Kwker faster), medians of "
               f"{env['repeats']} interleaved repeats; decode: batch 1, greedy, {NEW} new tokens, "
-              f"{env['threads']} threads, tok/s = 63 / (time of token 64 - time of token 1); "
+              f"{env['threads']} threads, tok/s = 63 / (time of token 64 - time of token 1), "
+              "both engines in a plain per-token loop from Python (llama.cpp: eval() and an "
+              "argmax over its logits; Kwker: model(token, past_key_values=cache) and an argmax); "
+              "generate(): Kwker through transformers' generate(min_new_tokens=64), whose "
+              "logits processors and stopping checks add their own time per token; "
               f"prompt: {PROMPT_TOKENS} tokens, KV cache plus last-position logits. "
               f"llama-cpp-python {env.get('llama_cpp_python')}; files made by "
               f"{env['converter']}; 1-minute load average {_f(env['loadavg_1min_start'], '.1f')} "
@@ -249,6 +267,9 @@ def table(result):
             lines.append(f"- {r['format']}: other processes used more than {BUSY:.0%} of the "
                          f"machine while {who} ran: not representative (llama.cpp's spinning "
                          "OpenMP threads collapse when cores are shared); rerun on a quiet machine")
+        if r.get("generate_agree") is not None and r["generate_agree"] < NEW:
+            lines.append(f"- {r['format']}: Kwker's generate() and forward loop agree on only "
+                         f"{r['generate_agree']}/{NEW} greedy tokens")
         for e in ENGINES:
             if r.get(f"{e}_error"):
                 lines.append(f"- {r['format']}: {LABEL[e]} failed: {r[f'{e}_error']}")

@@ -74,7 +74,8 @@ class LlamaEngine:
 
 
 class KwkerEngine:
-    """kwker.cpu_backend.load_gguf on the same file; decode exactly as cpu_backend's section."""
+    """kwker.cpu_backend.load_gguf on the same file; decode in a forward loop (as llama.cpp's
+    side) and through generate() (as cpu_backend's section)."""
 
     def __init__(self, path):
         import torch
@@ -92,16 +93,40 @@ class KwkerEngine:
         self.info = {"load_s": time.perf_counter() - t, "formats": info.get("formats"),
                      "decoder": info.get("decoder"), "engine": cb.status().get("engine")}
 
+    def _loop(self):
+        """Greedy decode in a plain forward loop over the KV cache, exactly what LlamaEngine
+        does with llama.cpp: (tok/s, tokens). This is the like-for-like engine comparison;
+        generate() adds transformers' per-token Python on top (reported beside it)."""
+        torch = self.torch
+        eos = self.model.generation_config.eos_token_id
+        eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
+        stamps, tokens = [], []
+        with torch.no_grad():
+            out = self.model(torch.tensor([PROMPT]), use_cache=True, logits_to_keep=1)
+            cache = out.past_key_values
+            for i in range(NEW_TOKENS):
+                logits = out.logits[0, -1]
+                logits[eos] = -float("inf")  # as LlamaEngine and min_new_tokens do
+                tok = int(logits.argmax())
+                stamps.append(time.perf_counter())
+                tokens.append(tok)
+                if i + 1 < NEW_TOKENS:
+                    out = self.model(torch.tensor([[tok]]), past_key_values=cache,
+                                     use_cache=True)
+        return (NEW_TOKENS - 1) / (stamps[-1] - stamps[0]), tokens
+
     def decode(self):
         from .cpu_backend import decode_tps
-        return {"tok_s": decode_tps(self.model, self.torch.tensor([PROMPT]), self.torch)}
+        tps, _ = self._loop()
+        return {"tok_s": tps,
+                "generate_tok_s": decode_tps(self.model, self.torch.tensor([PROMPT]), self.torch)}
 
     def tokens(self):
         torch = self.torch
         with torch.no_grad():
             out = self.model.generate(torch.tensor([PROMPT]), max_new_tokens=NEW_TOKENS,
                                       min_new_tokens=NEW_TOKENS, do_sample=False)
-        return {"tokens": out[0, len(PROMPT):].tolist()}
+        return {"tokens": self._loop()[1], "generate_tokens": out[0, len(PROMPT):].tolist()}
 
     def prompt(self, ids):
         torch = self.torch

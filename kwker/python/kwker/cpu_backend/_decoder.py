@@ -238,23 +238,44 @@ class Decoder:
         return None
 
     # -- the KV cache ------------------------------------------------------------------------
-    def _layer_buffers(self, layer, batch):
-        """(kbuf, vbuf, past) with room for one more token, adopting the layer's tensors."""
-        keys, values = layer.keys, layer.values
-        past = int(keys.shape[-2]) if keys.dim() == 4 else 0
-        kv = getattr(layer, "_kwker_kv", None)
-        if (kv is not None and past and keys.data_ptr() == kv[0].data_ptr()
-                and values.data_ptr() == kv[1].data_ptr() and keys.stride() == kv[0].stride()
-                and keys.shape[:2] == kv[0].shape[:2] and past < kv[0].shape[2]):
-            return kv[0], kv[1], past
-        shape = (batch, self.shapes["kv_heads"], max(64, 2 * (past + 1)),
+    def _adopt(self, layers, batch, past):
+        """(K, V) for every layer at once, shape (layers, batch, kv_heads, cap, head_dim), with
+        room for one more token: the buffers this decoder made for these layers when they are
+        still the layers' storage, else new ones holding a copy of the layers' tensors. One
+        buffer for all layers lets a step hand out its 2 x layers views with two unbind() calls
+        (a Python slice per layer cost half a millisecond per token)."""
+        kv = getattr(layers[0], "_kwker_kv", None)
+        if kv is not None and past and past < kv[0].shape[3] and kv[0].shape[1] == batch:
+            big_k, big_v = kv[0], kv[1]
+            if all(getattr(layer, "_kwker_kv", None) is not None
+                   and layer._kwker_kv[0] is big_k and layer._kwker_kv[2] == i
+                   and layer.keys.data_ptr() == big_k[i].data_ptr()
+                   and layer.values.data_ptr() == big_v[i].data_ptr()
+                   and layer.keys.stride() == big_k[i].stride()
+                   and layer.values.stride() == big_v[i].stride()
+                   for i, layer in enumerate(layers)):
+                return big_k, big_v
+        shape = (len(layers), batch, self.shapes["kv_heads"], max(64, 2 * (past + 1)),
                  self.shapes["head_dim"])
-        kbuf, vbuf = torch.empty(shape), torch.empty(shape)
-        if past:
-            kbuf[:, :, :past].copy_(keys)
-            vbuf[:, :, :past].copy_(values)
-        layer._kwker_kv = (kbuf, vbuf)
-        return kbuf, vbuf, past
+        big_k, big_v = torch.empty(shape), torch.empty(shape)
+        for i, layer in enumerate(layers):
+            if past:
+                big_k[i, :, :, :past].copy_(layer.keys)
+                big_v[i, :, :, :past].copy_(layer.values)
+            layer._kwker_kv = (big_k, big_v, i)
+        return big_k, big_v
+
+    def _current(self, layers, batch):
+        """The state of the previous step when `layers` are the cache it extended, untouched
+        since (recognised by identity, without reading a tensor), else None."""
+        st = self._state
+        if (st is not None and st["first"]() is layers[0] and st["batch"] == batch
+                and st["past"] < st["cap"] and len(layers) == len(st["views"])):
+            for layer, (k, v) in zip(layers, st["views"]):
+                if layer.keys is not k() or layer.values is not v():
+                    return None
+            return st
+        return None
 
     def usable_cache(self, cache, batch):
         """The cache's layers when the step can extend them, else None."""
@@ -262,6 +283,8 @@ class Decoder:
         layers = getattr(cache, "layers", None)
         if not layers or len(layers) != self.shapes["layers"]:
             return None
+        if self._current(layers, batch) is not None:
+            return layers
         past = None
         for layer in layers:
             if type(layer) is not DynamicLayer or not getattr(layer, "is_initialized", False):
@@ -280,26 +303,20 @@ class Decoder:
 
     # -- the step ----------------------------------------------------------------------------
     def _buffers(self, layers, batch):
-        """(pointer arrays, past, cap) of the layers' buffers. The common case, the cache this
-        decoder extended on the previous step, is recognised by identity without touching a
-        tensor; anything else is adopted (and copied) layer by layer."""
-        st = self._state
-        if (st is not None and st["first"]() is layers[0] and st["batch"] == batch
-                and st["past"] < st["cap"] and len(layers) == len(st["views"])
-                and all(layer.keys is k() and layer.values is v()
-                        for layer, (k, v) in zip(layers, st["views"]))):
+        """(pointer arrays, past, cap) of the layers' buffers: the previous step's state when
+        the cache is the one it extended, else the layers adopted (and copied) anew."""
+        st = self._current(layers, batch)
+        if st is not None:
             return st
-        bufs = [self._layer_buffers(layer, batch) for layer in layers]
-        if any(b[0].shape[2] != bufs[0][0].shape[2] or b[2] != bufs[0][2] for b in bufs):
-            for layer in layers:                    # adopted at different times: start over
-                layer._kwker_kv = None
-            bufs = [self._layer_buffers(layer, batch) for layer in layers]
-        n = len(bufs)
+        past = int(layers[0].keys.shape[-2]) if layers[0].keys.dim() == 4 else 0
+        big_k, big_v = self._adopt(layers, batch, past)
+        n = len(layers)
         # Weak references only: a finished generation's cache must not stay alive here.
-        st = {"first": weakref.ref(layers[0]), "batch": batch, "past": bufs[0][2],
-              "cap": int(bufs[0][0].shape[2]), "views": (),
-              "kp": (_P * n)(*[b[0].data_ptr() for b in bufs]),
-              "vp": (_P * n)(*[b[1].data_ptr() for b in bufs])}
+        st = {"first": weakref.ref(layers[0]), "batch": batch, "past": past,
+              "cap": int(big_k.shape[3]), "views": (), "k": weakref.ref(big_k),
+              "v": weakref.ref(big_v),
+              "kp": (_P * n)(*[big_k[i].data_ptr() for i in range(n)]),
+              "vp": (_P * n)(*[big_v[i].data_ptr() for i in range(n)])}
         self._state = st
         return st
 
@@ -314,7 +331,12 @@ class Decoder:
                 return None
             if not bool(am.all()):
                 mask = (am != 0).to(torch.uint8).contiguous()
-        x = self._embed(input_ids).reshape(batch, -1)
+        # The embedding table read directly: the step bypasses every submodule's hooks anyway,
+        # and nn.Embedding's __call__ cost more than the lookup.
+        emb = self._embed
+        x = (torch.nn.functional.embedding(input_ids, emb.weight)
+             if type(emb) is torch.nn.Embedding and emb.max_norm is None
+             else emb(input_ids)).reshape(batch, -1)
         if x.dtype != torch.float32 or not x.is_contiguous():
             x = x.to(torch.float32).contiguous()
         if position_ids is not None:
@@ -332,13 +354,12 @@ class Decoder:
             self._state = None
             raise RuntimeError(f"kwker.cpu_backend decode step ({self.info['kind']}, "
                                f"{self.shapes}): {self._err.value.decode(errors='replace')}")
-        views = []
-        for layer in layers:
-            kb, vb = layer._kwker_kv
-            layer.keys = kb[:, :, :past + 1]
-            layer.values = vb[:, :, :past + 1]
-            views.append((weakref.ref(layer.keys), weakref.ref(layer.values)))
-        st["views"] = views
+        keys = st["k"]()[:, :, :, :past + 1].unbind(0)
+        values = st["v"]()[:, :, :, :past + 1].unbind(0)
+        ref = weakref.ref
+        for layer, k, v in zip(layers, keys, values):
+            layer.keys, layer.values = k, v
+        st["views"] = [(ref(k), ref(v)) for k, v in zip(keys, values)]
         st["past"] = past + 1
         self.steps += 1
         return logits.view(batch, 1, -1)
