@@ -41,7 +41,7 @@ def _value(raw: str) -> Any:
     return _atom(raw)
 
 
-def _pairs(text: str) -> dict:
+def _pairs(text: str, path: Path) -> dict:
     """Every ``(key . value)``; the value runs to the parenthesis that closes the pair."""
     out, pos = {}, 0
     while (m := _KEY.search(text, pos)) is not None:
@@ -49,9 +49,33 @@ def _pairs(text: str) -> dict:
         while i < len(text) and depth:
             depth += {"(": 1, ")": -1}.get(text[i], 0)
             i += 1
+        if depth:
+            line = text.count("\n", 0, m.start()) + 1
+            start = text[m.start():].split("\n", 1)[0].strip()
+            raise ConfigurationError(f"{path}, line {line}: {start} is not closed; add the missing ')' "
+                                     "(each setting is one (key . value) pair)")
         out[m.group(1).replace("-", "_")] = _value(text[m.end():i - 1])
         pos = i
     return out
+
+
+def _uncommented(line: str) -> str:
+    """The line up to a ``;`` comment; a ``;`` inside a double-quoted value is kept (a file name may hold one)."""
+    quoted = False
+    for i, ch in enumerate(line):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == ";" and not quoted:
+            return line[:i]
+    return line
+
+
+def _flag(key: str, v, path: Path) -> bool:
+    if not isinstance(v, bool):
+        meaning = "#t (problem_type='min') or #f ('max')" if key == "seek_minimum" else \
+            "#t (normalize=False) or #f (normalize=True)"
+        raise ConfigurationError(f"{path}: ({key} . {v}) must be {meaning}")
+    return v
 
 
 def parse_legacy(path) -> tuple[dict, Path]:
@@ -60,16 +84,16 @@ def parse_legacy(path) -> tuple[dict, Path]:
     if not p.is_file():
         raise ConfigurationError(f"search_config={str(path)!r}: no such file (give a legacy .config file, a "
                                  "SearchConfiguration or a dict of its fields)")
-    text = "\n".join(line.split(";", 1)[0] for line in p.read_text(errors="replace").splitlines())
-    pairs = _pairs(text)
+    text = "\n".join(_uncommented(line) for line in p.read_text(errors="replace").splitlines())
+    pairs = _pairs(text, p)
     if not pairs:
         raise ConfigurationError(f"{p}: no (key . value) pairs found; is this a legacy CompileIQ .config file?")
     out = {}
     for k, v in pairs.items():
         if k == "seek_minimum":
-            out["problem_type"] = "min" if v is True else "max"
+            out["problem_type"] = "min" if _flag(k, v, p) else "max"
         elif k == "qualitative":
-            out["normalize"] = (not v) if isinstance(v, bool) else v
+            out["normalize"] = not _flag(k, v, p)
         else:
             out[k] = v
     return out, p

@@ -65,17 +65,24 @@ def _resolve_config(search_config: Any) -> SearchConfiguration:
 
 
 def _worker_class(worker_type: Any):
+    """The Worker subclass (or instance) ``worker_type`` names. Search() calls it when it is built, so a
+    wrong worker_type fails there, as NVIDIA's pydantic Search does, and not minutes later at start()."""
     if worker_type is None:
         return WorkerTypes.NATIVE.worker_type()
+    given = worker_type
     if isinstance(worker_type, str) and not isinstance(worker_type, WorkerTypes):
         try:
             worker_type = WorkerTypes(worker_type.lower())
         except ValueError:
-            raise ConfigurationError(f"worker_type={worker_type!r} is not a worker; use one of "
-                                     f"{', '.join(w.value for w in WorkerTypes)} or a Worker subclass") from None
+            worker_type = None
     if isinstance(worker_type, WorkerTypes):
         return worker_type.worker_type()
-    return worker_type
+    if isinstance(worker_type, Worker) or (isinstance(worker_type, type) and issubclass(worker_type, Worker)):
+        return worker_type
+    names = ", ".join(repr(w.value) for w in WorkerTypes)
+    raise ConfigurationError(f"Search(worker_type={given!r}): not a worker. Use one of the names {names} (or "
+                             "compileiq.types.WorkerTypes), a Worker subclass such as "
+                             "compileiq.worker.MultiProcessWorker, or a Worker instance")
 
 
 def make_worker(worker_type: Any, cache_folder, normalize: bool, tracker=None) -> Worker:
@@ -84,9 +91,7 @@ def make_worker(worker_type: Any, cache_folder, normalize: bool, tracker=None) -
         if worker_type.normalize != normalize:
             worker_type.normalize = normalize
         return worker_type
-    if isinstance(worker_type, type) and issubclass(worker_type, Worker):
-        return worker_type.create(cache_folder, normalize, tracker)
-    raise ConfigurationError(f"worker_type={worker_type!r} must be a WorkerTypes value, a Worker subclass or a Worker instance")
+    return worker_type.create(cache_folder, normalize, tracker)
 
 
 def check_run_args(num_workers, task_timeout) -> None:
@@ -113,6 +118,7 @@ class Search(AskTell, CheckpointMixin):
         self.search_config = cfg
         self.space = _resolve_space(search_space)
         self.search_space = search_space
+        _worker_class(worker_type)  # a wrong worker_type fails here, not at start()
         self.worker_type = worker_type
         self.cache_folder = cache_folder
         self.dump_results = Path(dump_results) if dump_results is not None else None

@@ -25,8 +25,16 @@ class SearchFailedError(CompileIQError, RuntimeError):
     """Every candidate of the first generation failed, or the normalisation baseline failed."""
 
 
+class BaselineMissingError(CompileIQError, RuntimeError):
+    """Scores were normalised before a baseline score existed (RuntimeError, as NVIDIA's worker raises)."""
+
+
 class SearchSpaceExhaustedWarning(UserWarning):
     """The space holds fewer distinct candidates than the search asked for; the run ended early."""
+
+
+class DuplicateChoiceWarning(UserWarning):
+    """A choice() lists one value twice (True and 1 are the same value); it is searched once."""
 
 
 class WorkerCapabilityWarning(UserWarning):

@@ -5,7 +5,7 @@ import pytest
 
 import compileiq.search_spaces.base as ss
 from compileiq import Search, SearchConfiguration
-from compileiq.errors import SearchSpaceError
+from compileiq.errors import DuplicateChoiceWarning, SearchSpaceError
 from compileiq.search_spaces.compilers import GccSearchSpace, LocalSearchSpaceBin, SearchSpaceProvider
 from compileiq.search_spaces.models import ChoiceParamConfig, LiteralParamConfig, RangeParamConfig
 from compileiq.worker import SequentialWorker
@@ -27,8 +27,23 @@ def test_the_dsl_returns_nvidias_models_with_their_attributes():
     assert isinstance(log, ChoiceParamConfig) and log.vals == [1, 2, 4, 8, 16, 32, 64]
     with pytest.raises(SearchSpaceError, match="end must be greater than start"):
         ss.range(5, 5)
-    with pytest.raises(SearchSpaceError, match="appears twice"):
-        ss.choice(choice_list=[1, True])
+
+
+def test_a_choice_listing_a_value_twice_is_searched_once_with_a_warning():
+    # 1.1 accepts [True, False, 1] (bools become ints, so 1 is there twice): scripts written for it must run
+    with pytest.warns(DuplicateChoiceWarning, match=r"choice\(\[True, False, 1\]\): the value 1 appears twice "
+                                                    r"\(True and 1\); it is searched once"):
+        c = ss.choice([True, False, 1])
+    assert c.vals == [1, 0] and c.values == (1, 0)
+    with pytest.warns(DuplicateChoiceWarning, match="the value 'a' appears twice.*the value 2 appears twice"):
+        assert ss.choice(["a", 2, "a", 2.0, 3]).vals == ["a", 2, 3]
+    with pytest.warns(DuplicateChoiceWarning):
+        space = {"flag": ss.choice(choice_list=[True, False, 1]), "x": ss.range(0, 3)}
+    seen = []
+    Search(lambda p: seen.append(p) or p["x"] + p["flag"], space, SearchConfiguration(generations=2, pool_size=6, seed=1),
+           worker_type=SequentialWorker, disable_progress_bar=True).start()
+    assert len(seen) == 8 and {p["flag"] for p in seen} == {0, 1}  # the 8 distinct candidates, each once
+    assert len({(p["flag"], p["x"]) for p in seen}) == 8
 
 
 def test_models_built_directly_search_like_the_dsl():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import compileiq.search_spaces.base as ss
-from compileiq.errors import SearchSpaceError
+from compileiq.errors import DuplicateChoiceWarning, SearchSpaceError
 from compileiq.space import SearchSpace
 
 
@@ -32,10 +32,10 @@ def test_range_seed_window_must_lie_inside():
         ss.range(0, 10, seed_low=8, seed_high=12)
 
 
-def test_choice_normalises_bools_and_numpy_scalars_and_rejects_duplicates():
+def test_choice_normalises_bools_and_numpy_scalars_and_keeps_a_duplicate_once():
     assert ss.choice([True, False, np.int64(7), np.float32(0.5)]).values == (1, 0, 7, 0.5)
-    with pytest.raises(SearchSpaceError, match="appears twice"):
-        ss.choice([1, 2, 1])
+    with pytest.warns(DuplicateChoiceWarning, match=r"choice\(\[1, 2, 1\]\): the value 1 appears twice"):
+        assert ss.choice([1, 2, 1]).values == (1, 2)
     with pytest.raises(SearchSpaceError, match="at least one"):
         ss.choice([])
     with pytest.raises(SearchSpaceError, match="list of values"):

@@ -82,10 +82,23 @@ def write_csv(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     if not parent.is_dir():
         raise FileNotFoundError(f"cannot write results to {path}: the folder {parent} does not exist; create it first")
     out = df.copy()
-    for col in ("metadata", "params"):
-        if col in out.columns:
-            out[col] = [v if isinstance(v, str) else json.dumps(v, default=str) for v in out[col]]
+    if "metadata" in out.columns:
+        out["metadata"] = [v if isinstance(v, str) else json.dumps(v, default=str) for v in out["metadata"]]
+    if "params" in out.columns:
+        out["params"] = [_params_cell(v) for v in out["params"]]
     return atomic_write(path, out.to_csv(index=False), fsync=True)
+
+
+def _params_cell(v: Any) -> str:
+    """A params value as CSV text that parse_params reads back as the same value. A string is written
+    as it is (a hex candidate stays readable) unless it reads as JSON: "1234" or "true" would come
+    back as a number or a bool, so those are written as JSON strings."""
+    if isinstance(v, str):
+        try:
+            json.loads(v)
+        except ValueError:
+            return v
+    return json.dumps(v, default=str)
 
 
 def read_csv(path: str | os.PathLike) -> pd.DataFrame:

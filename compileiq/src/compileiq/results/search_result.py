@@ -30,9 +30,23 @@ def _scope(multiscore_scope) -> str:
                          "(compileiq.types.MultiScoreComparison)") from None
 
 
-def calculate_pareto_front(points: np.ndarray) -> np.ndarray:
-    """Boolean mask of the non-dominated rows of ``points`` (minimisation; NaN rows never on it)."""
+def _problem_type(problem_type: Any) -> str:
+    pt = getattr(problem_type, "value", problem_type)
+    if pt not in ("min", "max"):
+        raise ValueError(f"problem_type={pt!r} must be 'min' or 'max' (compileiq.types.ProblemType)")
+    return pt
+
+
+def calculate_pareto_front(points: np.ndarray, problem_type: Any = "min") -> np.ndarray:
+    """Boolean mask of the non-dominated rows of ``points`` (NaN rows never on it).
+
+    A row is dominated when another is no worse in every objective and better in at least one;
+    lower is better unless ``problem_type`` is "max" (a ``ProblemType`` works too). Rows equal in
+    every objective both stay. Called on a SearchResult, as NVIDIA's method is, ``problem_type``
+    defaults to that result's."""
     pts = np.asarray(points, dtype=float)
+    if _problem_type(problem_type) == "max":
+        pts = -pts
     n = len(pts)
     ok = ~np.isnan(pts).any(axis=1) if n else np.zeros(0, bool)
     mask = ok.copy()
@@ -44,6 +58,20 @@ def calculate_pareto_front(points: np.ndarray) -> np.ndarray:
     return mask
 
 
+class _ParetoOfResult:
+    """``SearchResult.calculate_pareto_front``: the plain function on the class (minimisation unless
+    told), and on a result NVIDIA's method, whose problem type is that result's."""
+
+    def __get__(self, result, owner=None):
+        if result is None:
+            return calculate_pareto_front
+
+        def bound(points, problem_type=None):
+            return calculate_pareto_front(points, result.problem_type if problem_type is None else problem_type)
+        bound.__doc__ = calculate_pareto_front.__doc__
+        return bound
+
+
 class SearchResult:
     """Every evaluated candidate: ``metadata, generation, score_1..k, params[, norm_score_1..k]``.
 
@@ -52,9 +80,7 @@ class SearchResult:
     reads it. ``params`` are the candidates as the objective received them."""
 
     def __init__(self, df: pd.DataFrame, problem_type: Any = "min", num_scores: int | None = None):
-        problem_type = getattr(problem_type, "value", problem_type)
-        if problem_type not in ("min", "max"):
-            raise ValueError(f"problem_type={problem_type!r} must be 'min' or 'max'")
+        problem_type = _problem_type(problem_type)
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"SearchResult(df=...) takes a pandas DataFrame, not {type(df).__name__}")
         self.problem_type = problem_type
@@ -69,13 +95,18 @@ class SearchResult:
     def from_dataframe(cls, df: pd.DataFrame, problem_type: Any = "min", clear_duplicates: bool = True) -> "SearchResult":
         """A SearchResult from a frame (e.g. ``pd.read_csv`` of a results CSV): the JSON ``params`` become
         dicts / lists again (text that is not JSON stays text), as NVIDIA's does."""
+        df = df.copy()
+        if "params" in df.columns:
+            df["params"] = [parse_params(p) for p in df["params"]]
+        return cls._checked(df, problem_type, clear_duplicates)
+
+    @classmethod
+    def _checked(cls, df: pd.DataFrame, problem_type: Any, clear_duplicates: bool) -> "SearchResult":
         if not score_columns(df):
             raise ValueError("the frame has no score column: score columns are named score_1, score_2, ... "
                              f"(columns: {', '.join(map(str, df.columns))})")
         if "params" not in df.columns:
             raise ValueError(f"the frame has no 'params' column (columns: {', '.join(map(str, df.columns))})")
-        df = df.copy()
-        df["params"] = [parse_params(p) for p in df["params"]]
         r = cls(df, problem_type)
         return r.clear_duplicates() if clear_duplicates else r
 
@@ -85,7 +116,7 @@ class SearchResult:
         if not score_columns(df):
             raise ValueError(f"{csv_path}: no score_1 column; is this a CompileIQ results CSV (columns metadata, "
                              "generation, score_1.., params)?")
-        return cls.from_dataframe(df, problem_type, clear_duplicates)
+        return cls._checked(df, problem_type, clear_duplicates)  # read_csv has parsed params once already
 
     @classmethod
     def empty(cls, num_scores: int, problem_type: Any = "min", normalized: bool = False) -> "SearchResult":
@@ -131,21 +162,38 @@ class SearchResult:
         return str(write_csv(self._df, filepath))
 
     def add_result(self, score, generation_num: int, normalize: bool = False) -> None:
-        """Append one Score as a row (NVIDIA's method): metadata as JSON, its scores, its params."""
+        """Append one Score as a row (NVIDIA's method): metadata as JSON, its scores, its params.
+
+        A row that does not fit raises before anything is added: not a Score, another number of
+        objectives, a generation that is not an int, or ``normalize`` disagreeing with whether these
+        results hold norm_score columns."""
+        from ..utils.validation import Score
+        if not isinstance(score, Score):
+            raise TypeError(f"add_result takes a compileiq.utils.validation.Score, not {type(score).__name__} "
+                            "(build one: Score(score=..., param_id=..., params=..., num_objectives=...))")
+        if isinstance(generation_num, bool) or not isinstance(generation_num, (int, np.integer)):
+            raise TypeError(f"add_result: generation_num={generation_num!r} must be an int (the generation the "
+                            "score belongs to)")
         k = self.num_scores or score.num_objectives
         if score.num_objectives != k:
             raise ValueError(f"add_result: the Score has num_objectives={score.num_objectives}, the results {k}")
+        nv = score.norm_values()
+        if normalize and nv is None:
+            raise ValueError("add_result(normalize=True): the Score has no norm_score")
+        if len(self._df.columns) and normalize and not self.is_normalized:
+            raise ValueError("add_result(score, generation_num, normalize=True), but these results have no "
+                             "norm_score columns; create them with SearchResult.empty(k, problem_type, normalized=True)")
+        if self.is_normalized and not normalize:
+            raise ValueError(f"these results hold norm_score columns: {', '.join(self.norm_score_columns)}; "
+                             "add_result(score, generation_num, normalize=True) with a Score that has norm_score")
         if not len(self._df.columns):
             self._df = pd.DataFrame(columns=column_order(k, normalize))
             self._num_scores = k
         meta = score.metadata if isinstance(score.metadata, str) else json.dumps(score.metadata, default=str)
-        row = {"metadata": meta, "generation": generation_num, "params": score.params}
+        row = {"metadata": meta, "generation": int(generation_num), "params": score.params}
         for i, v in enumerate(score.values()):
             row[f"score_{i + 1}"] = v
         if normalize:
-            nv = score.norm_values()
-            if nv is None:
-                raise ValueError("add_result(normalize=True): the Score has no norm_score")
             for i, v in enumerate(nv):
                 row[f"norm_score_{i + 1}"] = v
         new = pd.DataFrame([row], columns=self._df.columns if len(self._df.columns) else None)
@@ -206,7 +254,7 @@ class SearchResult:
         idx = idx[np.argsort(m[idx].mean(axis=1), kind="stable")]
         return [df.iloc[int(i)].to_dict() for i in idx]
 
-    calculate_pareto_front = staticmethod(calculate_pareto_front)
+    calculate_pareto_front = _ParetoOfResult()
 
 
 __all__ = ["SearchResult", "calculate_pareto_front"]

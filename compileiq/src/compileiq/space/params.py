@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from ..errors import SearchSpaceError
+from ..errors import DuplicateChoiceWarning, SearchSpaceError
 
 _MAX_DOMAIN = 10_000_000  # a single knob with more values than this is almost always a typo in step
 
@@ -150,17 +151,35 @@ def make_choice(options, knockout_prob=None) -> ChoiceParam:
     where = f"choice({options!r})"
     if isinstance(options, (str, bytes, dict)) or not hasattr(options, "__iter__"):
         raise SearchSpaceError(f"{where}: choice takes a list of values, e.g. choice([1, 2, 4])")
-    values = tuple(_plain(v, where) for v in options)
+    given = list(options)
+    values = tuple(_plain(v, where) for v in given)
     if not values:
         raise SearchSpaceError(f"{where}: a choice needs at least one value")
-    seen = set()
-    for v in values:
-        key = (type(v).__name__ if not isinstance(v, (int, float)) else "num", v)
-        if key in seen:
-            raise SearchSpaceError(f"{where}: the value {v!r} appears twice; each option must be distinct")
-        seen.add(key)
+    values = _distinct(values, given, where)
     ordinal = all(isinstance(v, (int, float)) for v in values) and list(values) == sorted(values)
     return ChoiceParam(values=values, knockout_prob=_check_prob(knockout_prob, where), ordinal=ordinal)
+
+
+def _distinct(values: tuple, given: list, where: str) -> tuple:
+    """The values with repeats dropped (first one kept), warning about each repeat. NVIDIA accepts a
+    repeat, e.g. ``choice([True, False, 1])`` where True becomes 1; searching it twice would only
+    make it likelier to be drawn and offer the same candidate twice."""
+    first: dict = {}  # value key -> positions in the list
+    for i, v in enumerate(values):
+        first.setdefault((type(v).__name__ if not isinstance(v, (int, float)) else "num", v), []).append(i)
+    repeats = [pos for pos in first.values() if len(pos) > 1]
+    if not repeats:
+        return values
+    parts = []
+    for pos in repeats:
+        times = "twice" if len(pos) == 2 else f"{len(pos)} times"
+        shown = [repr(given[i]) for i in pos]
+        alias = f" ({' and '.join(shown)})" if len(set(shown)) > 1 else ""
+        parts.append(f"the value {values[pos[0]]!r} appears {times}{alias}")
+    each = "it is" if len(repeats) == 1 else "each is"
+    warnings.warn(f"{where}: {'; '.join(parts)}; {each} searched once. Remove the repeat to silence this warning",
+                  DuplicateChoiceWarning, stacklevel=4)
+    return tuple(values[pos[0]] for pos in first.values())
 
 
 def make_literal(value, knockout_prob=None) -> LiteralParam:

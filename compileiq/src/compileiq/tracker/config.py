@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SkipValidation, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator
 
 
 class TrackerTypes(enum.Enum):
@@ -47,7 +47,7 @@ class LoguruTrackerConfig(TrackerConfig):
     few thousand candidates must not flood a terminal. ``level`` is the minimum level of each sink."""
 
     type: Literal[TrackerTypes.LOGURU] = TrackerTypes.LOGURU
-    sink: SkipValidation[Any] = None
+    sink: SkipValidation[Any] = Field(None, validate_default=True)  # the default too becomes [None]: the console
     level: str | int = "INFO"
     format: str = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <8} | {extra[task_id]} | {message}"
     enqueue: bool = True

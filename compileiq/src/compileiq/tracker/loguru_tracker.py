@@ -41,7 +41,8 @@ class LoguruTracker(BaseTracker):
         self._ids: list[int] = []
         cfg = self.tracker_config
         extra = {k: v for k, v in (cfg.model_extra or {}).items()}
-        for sink in cfg.sink:
+        sinks = cfg.sink if isinstance(cfg.sink, list) else [cfg.sink]  # e.g. a config made by model_construct
+        for sink in sinks:
             console = _is_console(sink)
             show = cfg.log_candidates if cfg.log_candidates is not None else not console
             self._ids.append(self._logger.add(

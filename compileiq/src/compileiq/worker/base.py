@@ -14,6 +14,7 @@ import traceback
 from abc import ABC, abstractmethod
 from typing import Any, Callable
 
+from ..errors import BaselineMissingError
 from ..utils.validation import BASELINE_CONFIG, INVALID_SCORE, Score, is_invalid
 
 BASELINE_ID = "baseline"
@@ -96,15 +97,34 @@ class Worker(ABC):
     # -- normalisation helpers ------------------------------------------------------------------
     @staticmethod
     def normalize_scores(score: Any, baseline: Any) -> Any:
-        """score / baseline per objective; INVALID_SCORE where either is invalid or the baseline is 0."""
+        """score / baseline per objective (NVIDIA's rule): INVALID_SCORE where either is invalid or the
+        baseline is 0, never an exception for those. Several objectives come as a tuple or a list (the
+        result has the score's type); a Score may stand for its value. No baseline (None) raises."""
+        score = score.score if isinstance(score, Score) else score
+        baseline = baseline.score if isinstance(baseline, Score) else baseline
+        if baseline is None:
+            raise BaselineMissingError(
+                "Worker.normalize_scores: no baseline score to divide by (baseline=None). With normalize=True a "
+                "worker evaluates BASELINE_CONFIG first and keeps its score in self.baseline_score "
+                "(Worker.set_baseline does both); or run the search with normalize=False")
+
         def one(s, b):
             if is_invalid(s) or is_invalid(b) or b == 0:
                 return INVALID_SCORE
-            return s / b
-        if isinstance(score, tuple) or isinstance(baseline, tuple):
-            s = score if isinstance(score, tuple) else (score,) * len(baseline)
-            b = baseline if isinstance(baseline, tuple) else (baseline,) * len(s)
-            return tuple(one(x, y) for x, y in zip(s, b))
+            try:
+                return s / b
+            except (TypeError, ArithmeticError):  # not numbers: scored invalid, as NVIDIA does
+                return INVALID_SCORE
+
+        many = (tuple, list)
+        if isinstance(score, many) or isinstance(baseline, many):
+            s = list(score) if isinstance(score, many) else [score] * len(baseline)
+            b = list(baseline) if isinstance(baseline, many) else [baseline] * len(s)
+            if len(s) != len(b):
+                raise ValueError(f"Worker.normalize_scores: {len(s)} score(s) but {len(b)} baseline score(s); "
+                                 "give the baseline one score per objective")
+            out = [one(x, y) for x, y in zip(s, b)]
+            return out if isinstance(score if isinstance(score, many) else baseline, list) else tuple(out)
         return one(score, baseline)
 
     def needs_baseline(self) -> bool:
