@@ -2,7 +2,7 @@
 
 1. GCC: tunes the options of a bundled stencil kernel with real timings (normalised to -O2), then
    re-measures -O2 and the best candidates interleaved and keeps only winners that pass the
-   validation gate (Welch's t-test, Cohen's d, spread, CV: compileiq.validate).
+   validation gate (the interval of the paired speed-up, better mean, spread: compileiq.validate).
 2. ptxas: tunes a register-heavy CUDA kernel for two objectives (spill bytes, SASS instructions)
    and prints the Pareto front (with a GPU it times the kernel instead).
 """
@@ -43,14 +43,19 @@ def _gcc_demo(generations: int, pool_size: int, num_workers: int, out: Path, top
             folder.mkdir()
             exe = gcc_stencil.build(row["params"], folder)[0]
             runners[f"#{i + 1} ({float(row['norm_score_1']):.3f}x in search)"] = _runner(exe)
-        print(f"      validating the top {len(runners)} against -O2 (interleaved, 20 warm-up, 60 trials each)...")
-        decisions = validate(_runner(base_exe), runners, trials=60, warmup=20, output=out.with_name("validation.csv"))
-    print("      | candidate | baseline us | candidate us | speed-up | p | d | decision |")
-    print("      |---|---|---|---|---|---|---|")
+        print(f"      validating the top {len(runners)} against -O2 (interleaved, {WARMUP} warm-up, {TRIALS} trials "
+              f"each, up to {MAX_TRIALS} while undecided)...")
+        decisions = validate(_runner(base_exe), runners, trials=TRIALS, warmup=WARMUP, max_trials=MAX_TRIALS,
+                             output=out.with_name("validation.csv"))
+    print("      | candidate | baseline us | candidate us | speed-up | paired speed-up [interval] | p | d | decision |")
+    print("      |---|---|---|---|---|---|---|---|")
     for dec in decisions:
         v = dec.verdict
         print(f"      | {dec.name} | {v.baseline.mean / 1e3:.1f} | {v.candidate.mean / 1e3:.1f} | "
-              f"{v.speedup:.3f}x | {dec.p_value:.2g} | {dec.cohens_d:.2f} | {dec.decision} |")
+              f"{v.speedup:.3f}x | {_paired(v)} | {dec.p_value:.2g} | {dec.cohens_d:.2f} | {dec.decision} |")
+    load = decisions[0].verdict.load
+    if load is not None:
+        print(f"      machine: {load.sentence()}")
     kept = [dec for dec in decisions if dec.kept]
     if kept:
         best = max(kept, key=lambda dec: dec.verdict.speedup)
@@ -60,12 +65,20 @@ def _gcc_demo(generations: int, pool_size: int, num_workers: int, out: Path, top
         print(no_winner_text(decisions, "-O2"))
 
 
-NOT_BETTER = {"mean-not-better", "not-significant", "small-effect"}
+TRIALS, WARMUP, MAX_TRIALS = 60, 20, 240
+NOT_BETTER = {"mean-not-better", "below-min-speedup", "not-significant", "small-effect"}
+
+
+def _paired(v) -> str:
+    ri = v.ratio
+    if ri is None or not ri.formed:
+        return "-"
+    return f"{ri.median:.3f}x [{ri.low:.3f}, {ri.high:.3f}] ({ri.n} pairs)"
 
 
 def no_winner_text(decisions, baseline: str, indent: str = "      ") -> str:
     """Why no candidate was kept, rule by rule; "the baseline is as good" only when that is what the
-    numbers say (no candidate was significantly and clearly better), never after a noise or spread rejection."""
+    numbers say (no candidate was surely better), never after a noise or spread rejection or an undecided one."""
     lines = [f"{indent}no candidate was kept:"]
     for dec in decisions:
         v = dec.verdict
@@ -74,8 +87,8 @@ def no_winner_text(decisions, baseline: str, indent: str = "      ") -> str:
         lines.append(f"{indent}on this machine {baseline} is as good as the search could show")
         return "\n".join(lines)
     advice = dict.fromkeys(a for dec in decisions for a in dec.verdict.advice)
-    lines.append(f"{indent}the rejection came from a rule other than 'not better', so this is no verdict on {baseline}; "
-                 "what to do:")
+    lines.append(f"{indent}the outcome came from a rule other than 'not better' (noise, spread, or too few runs to "
+                 f"decide), so this is no verdict on {baseline}; what to do:")
     lines += [f"{indent}  - {a}" for a in advice]
     return "\n".join(lines)
 
@@ -83,6 +96,7 @@ def no_winner_text(decisions, baseline: str, indent: str = "      ") -> str:
 def _runner(exe):
     def run_once():
         return gcc_stencil.time_binary(exe, repeats=1)
+    run_once.device = "cpu"  # a GCC build runs on the CPU: validation's advice for a noisy machine fits that
     return run_once
 
 

@@ -107,3 +107,42 @@ def test_script_self_test_from_the_product_root():
     p = subprocess.run([PY, "scripts/welch_validate.py", "--self-test"], capture_output=True, text=True, cwd=ROOT,
                        timeout=60)
     assert p.returncode == 0 and "all checks passed" in p.stdout, p.stdout + p.stderr
+
+
+def test_noise_rule_min_speedup_and_device_flags(tmp_path, capsys):
+    fixed = ["--baseline-cmd", "echo 10", "--candidate-cmd", "echo 9", "--warmup", "0", "--quiet"]
+    assert main([*fixed, "--trials", "8"]) == 0  # 1.111x in every pair: surely above 1.02
+    assert "paired 1.111x [1.111, 1.111]" in capsys.readouterr().out
+    assert main([*fixed, "--trials", "8", "--min-speedup", "0.2"]) == 1
+    assert "REJECTED:below-min-speedup" in capsys.readouterr().out
+    log = tmp_path / "v.csv"
+    assert main([*fixed, "--trials", "8", "--noise-rule", "cv", "--output", str(log)]) == 0
+    row = next(csv.DictReader(log.read_text().splitlines()))
+    assert row["noise_rule"] == "cv" and row["decision"] == "KEPT"
+
+
+def test_undecided_exits_2_with_advice_for_the_declared_device(capsys):
+    rc = main(["--baseline-cmd", "echo 10", "--candidate-cmd", "echo 9", "--trials", "3", "--max-trials", "3",
+               "--warmup", "0", "--device", "cpu", "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 2 and "candidate-1: UNDECIDED" in out and "3 pairs are too few for a 95% interval" in out
+    assert "too noisy to decide; fixes, in order:" in out and "taskset" in out and "nvidia-smi" not in out
+
+
+def test_json_reports_the_interval_and_the_rule(capsys):
+    rc = main(["--baseline-cmd", "echo 10", "--candidate-cmd", "echo 5", "--trials", "8", "--warmup", "0",
+               "--quiet", "--json"])
+    import json
+    out = json.loads(capsys.readouterr().out)[0]
+    assert rc == 0 and out["noise_rule"] == "ratio_ci" and out["paired_speedup"]["median"] == 2.0
+    assert out["paired_speedup"]["pairs"] == 8 and out["others_cpu_share"] is not None
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--baseline-cmd", "echo 1", "--candidate-cmd", "echo 2", "--trials", "10", "--max-trials", "5"],
+     "--max-trials 5 must be at least --trials (10)"),
+    (["--baseline-cmd", "echo 1", "--candidate-cmd", "echo 2", "--min-speedup", "-0.5"], "--min-speedup -0.5"),
+])
+def test_bad_rule_flags_exit_2(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err

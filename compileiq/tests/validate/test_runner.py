@@ -145,14 +145,15 @@ def test_real_measurements_keep_a_real_win():
         if d.kept:
             break
     assert "KEPT" in decisions, decisions
-    assert all(x in ("KEPT", "REJECTED:noisy", "REJECTED:wider-spread") for x in decisions), decisions
+    assert all(x in ("KEPT", "UNDECIDED", "REJECTED:wider-spread") for x in decisions), decisions
 
 
 def test_real_measurements_reject_identical_callables():
-    # p < 0.05 is wrong 5% of the time by design; a majority of three attempts makes a false pass ~1 in 100k
+    # a false keep needs the interval's lower bound above 1.02 (at most 2.5% of the time for a candidate exactly
+    # at the minimum); a majority of three attempts makes it ~1 in 100k
     results = [validate(timed_sleep(0.001), [timed_sleep(0.001)], trials=30, warmup=2)[0].decision
                for _ in range(3)]
-    assert sum(r.startswith("REJECTED:") for r in results) >= 2, results
+    assert sum(r != "KEPT" for r in results) >= 2, results
 
 
 def test_unwritable_log_is_reported_before_any_measurement(tmp_path):
@@ -161,3 +162,13 @@ def test_unwritable_log_is_reported_before_any_measurement(tmp_path):
         validate(lambda: calls.append(1) or 1.0, [lambda: 1.0], trials=5, warmup=0,
                  output=tmp_path / "missing" / "log.csv")
     assert calls == []
+
+
+def test_a_log_from_before_the_ratio_rule_keeps_its_columns(tmp_path):
+    old = COLUMNS[:COLUMNS.index("spread_rule") + 1]  # the layout of the previous release
+    out = tmp_path / "log.csv"
+    out.write_text(",".join(old) + "\n")
+    validate(lambda: 2.0, [lambda: 1.0], trials=8, warmup=0, output=out)
+    with out.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert tuple(rows[0]) == old and rows[0]["decision"] == "KEPT"

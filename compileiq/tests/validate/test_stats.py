@@ -56,29 +56,40 @@ def test_real_win_is_kept_in_both_directions():
     assert v.kept and v.reasons == () and v.speedup == pytest.approx(100 / 95)
 
 
-def test_each_false_positive_is_rejected_with_its_reason():
+@pytest.mark.parametrize("rule, tiny", [("cv", "REJECTED:not-significant"), ("ratio_ci", "REJECTED:below-min-speedup")])
+def test_each_false_positive_is_rejected_with_its_reason(rule, tiny):
     base = ideal(100, 1.5)
     lucky = ideal(100.5, 1.5, seed=1)
     lucky[np.argsort(lucky)[:3]] = 90.0
-    assert welch_decide(base, lucky).decision == "REJECTED:mean-not-better"
-    assert welch_decide(base, ideal(99.8, 1.5, seed=2)).decision == "REJECTED:not-significant"
-    wide = welch_decide(base, ideal(97, 2.5, seed=3))
+    assert welch_decide(base, lucky, noise_rule=rule).decision == "REJECTED:mean-not-better"
+    assert welch_decide(base, ideal(99.8, 1.5, seed=2), noise_rule=rule).decision == tiny
+    wide = welch_decide(base, ideal(97, 2.5, seed=3), noise_rule=rule)
     assert wide.decision == "REJECTED:wider-spread" and wide.reasons == ("wider-spread",)
-    noisy = welch_decide(ideal(100, 20), ideal(80, 16, seed=4))
-    assert noisy.decision == "REJECTED:noisy"
+
+
+def test_nvidia_cv_gate_keeps_its_name_message_and_gpu_advice():
+    # noise_rule="cv" is NVIDIA's "CV <= 10%" gate, with the message and fixes the troubleshooting page promises
+    noisy = welch_decide(ideal(100, 20), ideal(80, 16, seed=4), noise_rule="cv")
+    assert noisy.decision == "REJECTED:noisy" and noisy.noise_rule == "cv"
+    assert noisy.explanations[0] == "CV above 10% on the baseline or the candidate: too noisy to decide"
     assert any("lock-gpu-clocks" in a for a in noisy.advice) and any("CUDA_VISIBLE_DEVICES" in a for a in noisy.advice)
 
 
 def test_small_effect_alone_rejects_a_significant_difference():
-    # with many samples even a tiny shift is significant; d <= 0.2 still rejects it
-    v = welch_decide(ideal(100, 1.5, n=5000), ideal(99.8, 1.5, n=5000, seed=1))
+    # with many samples even a tiny shift is significant; d <= 0.2 still rejects it (NVIDIA's rule), and
+    # the ratio rule rejects it for being surely below the 2% minimum
+    base, cand = ideal(100, 1.5, n=5000), ideal(99.8, 1.5, n=5000, seed=1)
+    v = welch_decide(base, cand, noise_rule="cv")
     assert v.p_value < 0.05 and v.decision == "REJECTED:small-effect"
+    assert welch_decide(base, cand).decision == "REJECTED:below-min-speedup"
 
 
 def test_thresholds_are_parameters():
     base, cand = ideal(100, 1.5, n=2000), ideal(99.8, 1.5, n=2000, seed=1)
-    assert welch_decide(base, cand).decision == "REJECTED:small-effect"
-    assert welch_decide(base, cand, min_effect=0.1).decision == "KEPT"
+    assert welch_decide(base, cand, noise_rule="cv").decision == "REJECTED:small-effect"
+    assert welch_decide(base, cand, noise_rule="cv", min_effect=0.1).decision == "KEPT"
+    assert welch_decide(base, cand).decision == "REJECTED:below-min-speedup"
+    assert welch_decide(base, cand, min_speedup=0.0).decision == "KEPT"  # surely faster, by about 0.2%
 
 
 @pytest.mark.parametrize("bad", [[1.0], [], [float("nan"), 1.0]])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-BENCHES = ("engine_overhead", "throughput", "ptxas_workers", "engine_quality")
+BENCHES = ("engine_overhead", "throughput", "ptxas_workers", "engine_quality", "validation_rates")
 
 
 def main(argv=None) -> int:

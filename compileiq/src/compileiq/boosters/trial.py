@@ -33,7 +33,7 @@ class PackDecision:
 
     name: str
     filename: str
-    decision: str                      # KEPT or REJECTED:<reason>
+    decision: str                      # KEPT, REJECTED:<reason> or UNDECIDED
     validation: Decision | None = None  # the ship rule's numbers; None when the configuration failed to run
     error: str = ""
 

@@ -1,7 +1,8 @@
 """``compileiq validate`` / ``scripts/welch_validate.py``: the shipping gate from the command line.
 
 Exit status: 0 when at least one candidate is KEPT, 1 when every candidate is REJECTED, 2 when
-nothing could be decided (bad arguments, a missing file, or a side that produced no score).
+nothing could be decided (bad arguments, a missing file, a side that produced no score, or no
+candidate KEPT and at least one UNDECIDED after --max-trials).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pathlib import Path
 from ..errors import CompileIQError
 from .measure import CommandMeasure, compile_regex
 from .runner import Candidate, validate
-from .stats import SPREAD_RULES
+from .device import DEVICES
+from .stats import MIN_SPEEDUP, NOISE_RULES, SPREAD_RULES
 
 EXIT_KEPT, EXIT_REJECTED, EXIT_ERROR = 0, 1, 2
 PLACEHOLDER = "{controls}"
@@ -28,9 +30,12 @@ class UsageError(ValueError):
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog=prog, description="Re-measure a baseline and candidates interleaved and decide KEPT or "
-        "REJECTED:<reason> (one-sided Welch t-test p < 0.05, Cohen's d > 0.2, better mean, p5-p95 spread at most "
-        "25% wider relative to the mean unless the candidate's slow tail beats the baseline's fast tail, CV <= 10%).",
+        prog=prog, description="Re-measure a baseline and candidates interleaved and decide KEPT, "
+        "REJECTED:<reason> or UNDECIDED. Default rule (--noise-rule ratio_ci): the 95% interval of the median "
+        "paired speed-up must lie above 1 + --min-speedup (2%), the mean must be better and the p5-p95 spread at "
+        "most 25% wider relative to the mean (unless the candidate's slow tail beats the baseline's fast tail); "
+        "undecided candidates get more trials up to --max-trials. --noise-rule cv is NVIDIA's rule: CV <= 10%, "
+        "one-sided Welch p < 0.05, Cohen's d > 0.2, better mean, the spread check.",
         epilog="Exit status: 0 = at least one candidate KEPT, 1 = all REJECTED, 2 = could not decide.")
     p.add_argument("--baseline-cmd", metavar="CMD", help="shell command that measures the baseline once")
     p.add_argument("--candidate-cmd", "--opt-cmd", metavar="CMD", action="append", default=[], dest="candidate_cmd",
@@ -54,6 +59,17 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--spread-rule", choices=SPREAD_RULES, default="relative",
                    help="relative (default): p5-p95 spans as a share of each side's mean; absolute: NVIDIA's rule, "
                         "the spans in the score's unit")
+    p.add_argument("--noise-rule", choices=NOISE_RULES, default="ratio_ci",
+                   help="ratio_ci (default): the interval of the paired speed-up decides, undecided candidates get "
+                        "more trials; cv: NVIDIA's gate, CV <= 10%% on each side, then Welch and Cohen's d")
+    p.add_argument("--min-speedup", type=float, default=MIN_SPEEDUP, metavar="F",
+                   help="ratio_ci keeps a candidate only when its speed-up is surely above 1 + F (default 0.02 = 2%%)")
+    p.add_argument("--max-trials", type=int, metavar="N",
+                   help="ratio_ci: pairs an undecided candidate may get in all, --trials more per look "
+                        "(default 4 x --trials)")
+    p.add_argument("--device", choices=("auto", *DEVICES), default="auto",
+                   help="where the benchmark runs, for the advice when it is noisy (default auto: from the "
+                        "controls files' compiler; unknown gets both)")
     p.add_argument("--json", action="store_true", help="print the decisions as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--self-test", action="store_true", help="check the decision rule on synthetic samples and exit")
@@ -66,6 +82,10 @@ def _candidates(args) -> tuple[Candidate, list[Candidate]]:
         raise UsageError(f"--trials {args.trials}: a t-test needs at least 2 trials per side (100 recommended)")
     if args.warmup < 0:
         raise UsageError(f"--warmup {args.warmup} must be 0 or more (50 recommended)")
+    if args.max_trials is not None and args.max_trials < args.trials:
+        raise UsageError(f"--max-trials {args.max_trials} must be at least --trials ({args.trials})")
+    if args.min_speedup < 0:
+        raise UsageError(f"--min-speedup {args.min_speedup} must be 0 or more (a fraction: 0.02 = 2%)")
     if args.controls and not args.cmd_template:
         raise UsageError("--acf/--controls needs --cmd-template, e.g. --cmd-template "
                          "'ptxas --apply-controls {controls} k.ptx -o k.cubin && ./bench k.cubin'")
@@ -114,12 +134,28 @@ def _finite(obj):
     return obj
 
 
+def _interval(ri):
+    if ri is None:
+        return None
+    return {"median": ri.median, "low": ri.low, "high": ri.high, "confidence": ri.confidence, "pairs": ri.n}
+
+
+def exit_status(decisions) -> int:
+    if any(d.kept for d in decisions):
+        return EXIT_KEPT
+    return EXIT_REJECTED if all(d.decision.startswith("REJECTED:") for d in decisions) else EXIT_ERROR
+
+
 def _report(decisions, as_json: bool) -> None:
     if as_json:
         out = [{"candidate": d.name, "decision": d.decision, "reasons": list(d.reasons), "p_value": d.p_value,
                 "cohens_d": d.cohens_d, "speedup": d.verdict.speedup, "config_hash": d.config_hash,
                 "command": d.command, "controls": d.controls, "baseline": d.verdict.baseline.as_dict(),
-                "candidate_stats": d.verdict.candidate.as_dict()} for d in decisions]
+                "candidate_stats": d.verdict.candidate.as_dict(), "noise_rule": d.verdict.noise_rule,
+                "paired_speedup": _interval(d.verdict.ratio), "device": d.verdict.device,
+                "others_cpu_share": d.verdict.load.others_share if d.verdict.load else None,
+                "explanations": list(d.verdict.explanations), "advice": list(d.verdict.advice)}
+               for d in decisions]
         print(json.dumps(_finite(out), indent=2, default=str))
         return
     for d in decisions:
@@ -127,7 +163,8 @@ def _report(decisions, as_json: bool) -> None:
         for text in d.verdict.explanations:
             print(f"    - {text}")
         if d.verdict.advice:
-            print("    too noisy to decide; fixes, in order:")
+            noisy = {"noisy", "uncertain"} & set(d.verdict.reasons)
+            print("    too noisy to decide; fixes, in order:" if noisy else "    what to do:")
             for text in d.verdict.advice:
                 print(f"      * {text}")
 
@@ -144,7 +181,8 @@ def main(argv=None, prog: str = "compileiq validate") -> int:
             print(f"validating {len(cands)} candidate(s) against {base.command!r}: {args.warmup} warm-up + "
                   f"{args.trials} trials each, interleaved", file=sys.stderr)
         decisions = validate(base, cands, problem_type=args.problem_type, trials=args.trials, warmup=args.warmup,
-                             spread_rule=args.spread_rule,
+                             spread_rule=args.spread_rule, noise_rule=args.noise_rule, min_speedup=args.min_speedup,
+                             max_trials=args.max_trials, device=None if args.device == "auto" else args.device,
                              output=args.output, input_shape=args.input_shape, framework=args.framework,
                              progress=_progress(args.quiet))
     except (CompileIQError, ValueError, OSError, ImportError) as e:
@@ -156,4 +194,4 @@ def main(argv=None, prog: str = "compileiq validate") -> int:
     _report(decisions, args.json)
     if args.output and not args.json:
         print(f"decision log: {args.output}")
-    return EXIT_KEPT if any(d.kept for d in decisions) else EXIT_REJECTED
+    return exit_status(decisions)

@@ -1,4 +1,4 @@
-"""The ship rule: one-sided Welch's t-test, Cohen's d, spread and noise checks on two samples.
+"""The ship rule: the speed-up's interval (or NVIDIA's CV gate), Welch's t-test, Cohen's d and the spread check.
 
 Everything here is a pure function of numbers, so the rule can be tested without measuring anything.
 """
@@ -11,12 +11,29 @@ from typing import Sequence
 
 import numpy as np
 
-ALPHA = 0.05           # one-sided significance level
+from .advice import advice_for, noise_advice, spread_advice
+from .machine import MachineLoad
+from .ratio import RatioInterval, median_interval, pair_ratios
+
+NOISY_ADVICE = noise_advice(None, None, "cv")  # the advice for a device nobody declared (kept for old imports)
+SPREAD_ADVICE = spread_advice(None)
+
+ALPHA = 0.05           # Welch's one-sided level; the ratio rule's interval is (1 - ALPHA) two-sided
 MIN_EFFECT = 0.2       # Cohen's d below this is too small to be worth shipping
 MAX_SPREAD_RATIO = 1.25  # candidate p5-p95 span may be at most 25% wider than the baseline's (see SPREAD_RULES)
-MAX_CV = 0.10          # above this coefficient of variation the noise hides any real difference
+MAX_CV = 0.10          # NVIDIA's gate: above this coefficient of variation the noise hides any real difference
+MIN_SPEEDUP = 0.02     # the ratio rule keeps a candidate only when its speed-up is surely above 1 + this
 
 KEPT = "KEPT"
+UNDECIDED = "UNDECIDED"
+
+# What decides whether the measurements are good enough to decide on (see docs/validation.md).
+# ratio_ci (default): the interleaved pairs give a distribution of the speed-up (baseline/candidate per pair);
+#   the exact order-statistic interval of its median decides: KEPT when its lower bound is above 1 + min_speedup,
+#   REJECTED:below-min-speedup when its upper bound is below, UNDECIDED (and validate() measures more pairs, up to
+#   max_trials) otherwise. The noise that matters is the uncertainty of the speed-up, not each side's raw spread.
+# cv: NVIDIA's gate, "CV <= 10%" on each side (REJECTED:noisy), then Welch's p < alpha and Cohen's d > min_effect.
+NOISE_RULES = ("ratio_ci", "cv")
 
 # How "25% wider" is measured.
 # relative (default): each span as a share of its own mean, so a candidate twice as fast is compared like with
@@ -28,17 +45,10 @@ KEPT = "KEPT"
 SPREAD_RULES = ("relative", "absolute")
 
 # Reasons in the order they are reported: noise first, because when the measurement is too noisy
-# the other checks mean nothing.
-REASONS = ("noisy", "mean-not-better", "not-significant", "small-effect", "wider-spread")
-
-NOISY_ADVICE = (
-    "lock the GPU and memory clocks: sudo nvidia-smi -pm 1; sudo nvidia-smi --lock-gpu-clocks=<MHz>,<MHz>; "
-    "sudo nvidia-smi --lock-memory-clocks=<MHz>,<MHz> (undo with --reset-gpu-clocks / --reset-memory-clocks)",
-    "pin one GPU and keep other jobs off it: CUDA_VISIBLE_DEVICES=<index>; watch it with nvidia-smi dmon",
-    "raise the warm-up (--warmup 100 or more) and the trials (--trials 200) so caches and clocks settle",
-    "CPU benchmarks: pin to one idle core (taskset -c 3 <command>) and stop frequency scaling "
-    "(cpupower frequency-set -g performance)",
-)
+# the other checks mean nothing. noisy, not-significant and small-effect decide under noise_rule="cv";
+# below-min-speedup and uncertain under "ratio_ci"; mean-not-better and wider-spread under both.
+REASONS = ("noisy", "mean-not-better", "below-min-speedup", "not-significant", "small-effect", "wider-spread",
+           "uncertain")
 
 REASON_TEXT = {
     "noisy": "CV above {max_cv:.0%} on the baseline or the candidate: too noisy to decide",
@@ -46,15 +56,10 @@ REASON_TEXT = {
     "not-significant": "one-sided Welch p = {p:.3g} is not below {alpha}",
     "small-effect": "Cohen's d = {d:.3g} is not above {min_effect}",
     "wider-spread": "{spread_detail}",
+    "below-min-speedup": "the speed-up (median of {pairs} paired ratios) is {ratio:.3f}x and its {conf} interval "
+                         "[{low:.3f}, {high:.3f}] lies below the minimum of {floor:.3f}x (min_speedup={min_speedup:g})",
+    "uncertain": "{uncertain_detail}",
 }
-
-SPREAD_ADVICE = (
-    "a wider spread means less predictable runs: re-validate on a quiet machine (nothing else running, the "
-    "benchmark pinned to an idle core or a dedicated GPU) and with more trials; if it persists, ship only if the "
-    "worst case matters less than the mean",
-    "kernels that become memory-bound pick up the noise of the shared caches and memory: the relative rule "
-    "(--spread-rule relative, the default) judges that fairly; --spread-rule absolute is NVIDIA's stricter rule",
-)
 
 
 @dataclass(frozen=True)
@@ -110,10 +115,19 @@ class Verdict:
     spread_rule: str = "relative"
     spread_ratio: float = 1.0   # as the rule measures it
     separated: bool = False     # the candidate's slow tail beats the baseline's fast tail
+    noise_rule: str = "ratio_ci"
+    min_speedup: float = MIN_SPEEDUP
+    ratio: RatioInterval | None = None  # the median paired speed-up and its interval (None when unpaired)
+    device: str | None = None           # cpu, gpu or None (unknown): chooses the advice
+    load: MachineLoad | None = None     # other processes' CPU use while measuring, when validate() measured it
 
     @property
     def kept(self) -> bool:
         return self.decision == KEPT
+
+    @property
+    def undecided(self) -> bool:
+        return self.decision == UNDECIDED
 
     @property
     def speedup(self) -> float:
@@ -196,29 +210,80 @@ def spread_check(bs: Summary, cs: Summary, problem_type: str, rule: str, limit: 
     return ratio > limit and not separated, ratio, separated, text
 
 
+def check_rules(noise_rule: str, min_speedup: float) -> None:
+    if noise_rule not in NOISE_RULES:
+        raise ValueError(f"noise_rule={noise_rule!r} must be one of {', '.join(NOISE_RULES)} (ratio_ci: the speed-up's "
+                         "interval decides, the default; cv: NVIDIA's CV <= 10% gate)")
+    if not (isinstance(min_speedup, (int, float)) and 0 <= min_speedup < 10):
+        raise ValueError(f"min_speedup={min_speedup!r} must be a fraction >= 0, e.g. 0.02 for 2%")
+
+
+def _interval_text(ri: RatioInterval, floor: float, conf: str) -> str:
+    if not ri.formed:
+        return (f"{ri.n} pairs are too few for a {conf} interval of the speed-up (at least {ri.needed} are needed): "
+                "raise the trials")
+    return (f"after {ri.n} pairs the speed-up's {conf} interval [{ri.low:.3f}, {ri.high:.3f}] (median "
+            f"{ri.median:.3f}x) still contains the minimum {floor:.3f}x: these measurements cannot tell a win of "
+            "that size from noise yet")
+
+
 def welch_decide(baseline_samples: Sequence[float], candidate_samples: Sequence[float], problem_type: str = "min", *,
                  alpha: float = ALPHA, min_effect: float = MIN_EFFECT, max_spread_ratio: float = MAX_SPREAD_RATIO,
-                 max_cv: float = MAX_CV, spread_rule: str = "relative") -> Verdict:
-    """Apply the ship rule: KEPT only when p < alpha, d > min_effect, the mean is better, the spread
-    passes ``spread_rule`` (at most max_spread_ratio times the baseline's; see SPREAD_RULES) and
-    neither side's CV exceeds max_cv."""
+                 max_cv: float = MAX_CV, spread_rule: str = "relative", noise_rule: str = "ratio_ci",
+                 min_speedup: float = MIN_SPEEDUP, looks: int = 1, device: str | None = None,
+                 load: MachineLoad | None = None) -> Verdict:
+    """Apply the ship rule to one candidate against the baseline.
+
+    noise_rule="ratio_ci" (default): the samples are pairs by position (baseline_samples[i] was measured
+    next to candidate_samples[i], as validate() measures them). KEPT when the (1 - alpha/looks) interval
+    of the median paired speed-up lies above 1 + min_speedup, the mean is better and the spread passes
+    ``spread_rule``; REJECTED:mean-not-better or REJECTED:below-min-speedup when the candidate is surely
+    not that much better; UNDECIDED while the interval still holds 1 + min_speedup. ``looks`` is how many
+    times validate() may look at growing samples (the error rate is split between them).
+
+    noise_rule="cv": NVIDIA's rule. KEPT only when p < alpha, d > min_effect, the mean is better, the
+    spread passes and neither side's CV exceeds max_cv (REJECTED:noisy first).
+
+    Welch's p, Cohen's d and both CVs are computed and reported under either rule."""
     _check_problem_type(problem_type)
+    check_rules(noise_rule, min_speedup)
+    if not isinstance(looks, int) or looks < 1:
+        raise ValueError(f"looks={looks!r} must be an integer >= 1 (how many times the samples are judged)")
     bs, cs = Summary.of(baseline_samples), Summary.of(candidate_samples)
     w = welch_one_sided(baseline_samples, candidate_samples, problem_type)
     d = cohens_d(baseline_samples, candidate_samples, problem_type)
     better = cs.mean < bs.mean if problem_type == "min" else cs.mean > bs.mean
     wide, ratio, separated, spread_detail = spread_check(bs, cs, problem_type, spread_rule, max_spread_ratio)
-    failed = {
-        "noisy": bs.cv > max_cv or cs.cv > max_cv,
-        "mean-not-better": not better,
-        "not-significant": not w.p_value < alpha,
-        "small-effect": not d > min_effect,
-        "wider-spread": wide,
-    }
-    reasons = tuple(r for r in REASONS if failed[r])
-    values = dict(max_cv=max_cv, p=w.p_value, alpha=alpha, d=d, min_effect=min_effect, spread_detail=spread_detail)
+    floor = 1 + min_speedup
+    confidence = 1 - alpha / looks
+    conf = f"{100 * confidence:.4g}%"
+    ri = None
+    if noise_rule == "ratio_ci" or len(baseline_samples) == len(candidate_samples):
+        try:
+            ri = median_interval(pair_ratios(baseline_samples, candidate_samples, problem_type), confidence)
+        except ValueError:
+            if noise_rule == "ratio_ci":
+                raise
+    failed = {"mean-not-better": not better, "wider-spread": wide}
+    if noise_rule == "cv":
+        failed.update({"noisy": bs.cv > max_cv or cs.cv > max_cv, "not-significant": not w.p_value < alpha,
+                       "small-effect": not d > min_effect})
+    else:
+        failed.update({"below-min-speedup": ri.formed and ri.high < floor,
+                       "uncertain": not ri.formed or (ri.low <= floor <= ri.high)})
+    reasons = tuple(r for r in REASONS if failed.get(r))
+    if noise_rule == "ratio_ci" and "uncertain" in reasons and not failed["mean-not-better"] \
+            and not failed["below-min-speedup"]:
+        reasons = ("uncertain", *(r for r in reasons if r != "uncertain"))  # the decisive reason comes first
+    values = dict(max_cv=max_cv, p=w.p_value, alpha=alpha, d=d, min_effect=min_effect, spread_detail=spread_detail,
+                  pairs=ri.n if ri else 0, ratio=ri.median if ri else math.nan, conf=conf,
+                  low=ri.low if ri else math.nan, high=ri.high if ri else math.nan, floor=floor,
+                  min_speedup=min_speedup, uncertain_detail=_interval_text(ri, floor, conf) if ri else "")
     explanations = tuple(REASON_TEXT[r].format(**values) for r in reasons)
-    advice = (NOISY_ADVICE if "noisy" in reasons else ()) + (SPREAD_ADVICE if "wider-spread" in reasons else ())
-    decision = KEPT if not reasons else f"REJECTED:{reasons[0]}"
+    # reasons[0] is the decisive one: "uncertain" leads only when nothing rejects for sure
+    decision = KEPT if not reasons else (UNDECIDED if reasons[0] == "uncertain" else f"REJECTED:{reasons[0]}")
+    # a sure rejection needs no noise fixes, even if its interval was still wide
+    advised = reasons if decision == UNDECIDED else tuple(r for r in reasons if r != "uncertain")
+    advice = advice_for(advised, device, load, noise_rule)
     return Verdict(decision, reasons, bs, cs, w.p_value, d, w.t, w.df, problem_type, explanations, advice,
-                   spread_rule, ratio, separated)
+                   spread_rule, ratio, separated, noise_rule, min_speedup, ri, device, load)
