@@ -18,7 +18,7 @@ using namespace kwker;
 namespace {
 
 const char *const kModeNames[kLinNumModes] = {"high", "medium", "int8", "int4", "high_q4",
-                                               "high_q8", "int8_a8", "int4_a8"};
+                                               "high_q8", "int8_a8", "int4_a8", "high_f16"};
 
 const LinearTable &linear_table(int id) {
   switch (id) {
@@ -33,7 +33,7 @@ int check_shape(const char *fn, int mode, int64_t n, int64_t k, int64_t group) {
   if (mode < 0 || mode >= kLinNumModes)
     return set_error(KWKER_E_INVALID_ARGUMENT,
                      "%s: unknown mode %d (use KWKER_LINEAR_HIGH, _MEDIUM, _INT8, _INT4, "
-                     "_HIGH_Q4, _HIGH_Q8, _INT8_A8 or _INT4_A8)", fn, mode);
+                     "_HIGH_Q4, _HIGH_Q8, _INT8_A8, _INT4_A8 or _HIGH_F16)", fn, mode);
   if (n < 1 || k < 1)
     return set_error(KWKER_E_INVALID_ARGUMENT, "%s: n and k must be >= 1 (got n=%lld, k=%lld)",
                      fn, (long long)n, (long long)k);

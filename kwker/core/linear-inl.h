@@ -14,6 +14,7 @@
 //   - "high" from exact Q4_1 / Q8_0 blocks (kLinF32Q4 / kLinF32Q8): each 16-lane half of a
 //     32-block is rebuilt as w = add(mul(d, q), min) / mul(d, q) (GGUF's dequantiser, so the
 //     float32 weights themselves), then acc[l] = fma(w, x, acc[l]) as "high": the same bits;
+//   - "high" from float16 bits (kLinF32F16): each weight widened exactly, then as "high";
 //   - the 16 lanes reduce as l + (l+8), then + (l+4), + (l+2), + (l+1); the bias is added last.
 // Activations stay float32 (weight-only quantisation), except in int8 / int4 prompt rows
 // (core/linear_prompt.h: from kLinPromptRows rows, x quantised to int8 on every engine; AMX /
@@ -47,6 +48,9 @@ struct V {
   static V load_bf16(const uint16_t *p) {
     __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
     return {_mm512_castsi512_ps(_mm512_slli_epi32(w, 16))};
+  }
+  static V load_f16(const uint16_t *p) {
+    return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)))};
   }
   static V load_i8(const int8_t *p) {
     return {_mm512_cvtepi32_ps(
@@ -82,6 +86,10 @@ struct V {
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
   }
   static V load_bf16(const uint16_t *p) { return {widen_bf16(p), widen_bf16(p + 8)}; }
+  static V load_f16(const uint16_t *p) {  // F16C: every AVX2 CPU has it (the engine requires it)
+    return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))),
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 8)))};
+  }
   static __m256 widen_i8(const int8_t *p) {
     return _mm256_cvtepi32_ps(
         _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))));
@@ -112,6 +120,24 @@ inline float reduce(V x) {
   return _mm_cvtss_f32(q);
 }
 #else
+// IEEE float16 bits to float32, exactly (every float16 is a float32): what F16C's vcvtph2ps gives.
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  uint32_t bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (man << 13);  // inf, NaN (payload kept, as vcvtph2ps does)
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  } else {  // zero or subnormal: man * 2^-24, exact in float32
+    float f = std::ldexp(float(man), -24);
+    std::memcpy(&bits, &f, 4);
+    bits |= sign;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 // Portable and sse4.2: the same lanes in scalar code. std::fma is the fused operation (glibc
 // uses the FMA instruction where the CPU has one, an exact software routine elsewhere).
 struct V {
@@ -137,6 +163,11 @@ struct V {
       uint32_t b = uint32_t(p[i]) << 16;
       std::memcpy(&r.l[i], &b, 4);
     }
+    return r;
+  }
+  static V load_f16(const uint16_t *p) {
+    V r;
+    for (int i = 0; i < kLinLanes; ++i) r.l[i] = half_to_float(p[i]);
     return r;
   }
   static V load_i8(const int8_t *p) {
@@ -204,9 +235,13 @@ struct LinBuffer {
 constexpr int64_t kLinPrefetchQuant = 4096, kLinPrefetchBf16 = 1024;
 
 // One panel (NR columns) for MR rows. xs[i] is row i padded to kp; sums[i] its int4 group sums.
-// float32 and bf16 panels differ only in how a vector of weights is loaded.
+// float32, bf16 and float16 panels differ only in how a vector of weights is loaded.
+struct Half {  // a float16 weight's bits (high_f16), a type of its own for load_weights
+  uint16_t bits;
+};
 inline V load_weights(const float *w) { return V::load(w); }
 inline V load_weights(const uint16_t *w) { return V::load_bf16(w); }
+inline V load_weights(const Half *w) { return V::load_f16(&w->bits); }
 
 template <int MR, class W>
 void panel_dense(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
@@ -235,6 +270,11 @@ void panel_f32(const float *const *xs, const uint8_t *panel, int64_t kp, float (
 template <int MR>
 void panel_bf16(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
   panel_dense<MR, uint16_t>(xs, panel, kp, out);
+}
+
+template <int MR>
+void panel_f16(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
+  panel_dense<MR, Half>(xs, panel, kp, out);
 }
 
 template <int MR>
@@ -390,7 +430,7 @@ inline float widen(uint16_t w) {
 // A panel's work for the thread count: its bytes, or for the exact-block modes (fewer bytes, but
 // every weight rebuilt and multiplied as in "high") those of its float32 panel.
 inline int64_t work_panel_bytes(int mode, int64_t kp, int64_t group) {
-  return lin_panel_bytes(lin_exact_blocks(mode) ? kLinF32 : mode, kp, group);
+  return lin_panel_bytes(lin_rebuilds(mode) ? kLinF32 : mode, kp, group);
 }
 
 struct PJob {
@@ -594,10 +634,26 @@ void rebuild_panels(const PJob &jb, int64_t p0, int64_t p1, int64_t kb, int64_t 
   }
 }
 
+// high_f16: the float32 weights of panels [p0, p1) over k in [kb, ke), widened exactly from
+// their float16 bits into float32 panels as rebuild_panels does for the exact-block modes.
+inline void rebuild_panels_f16(const PJob &jb, int64_t p0, int64_t p1, int64_t kb, int64_t ke,
+                               float *dst) {
+  for (int64_t p = p0; p < p1; ++p) {
+    const uint16_t *panel = reinterpret_cast<const uint16_t *>(jb.packed + p * jb.panel_bytes);
+    float *out = dst + (p - p0) * NR * jb.kp;
+    for (int64_t s = kb / kLinLanes; s * kLinLanes < ke; ++s)
+      for (int j = 0; j < NR; ++j) {
+        const int64_t at = (s * NR + j) * kLinLanes;
+        V::load_f16(panel + at).store(out + at);
+      }
+  }
+}
+
 // Slabs [s0, s1) by column groups [g0, g1). AVX-512: blocks of 3 slabs, the last 1-4 slabs as
 // 2 + 2, 2 or 1 (a block of RV slabs keeps RV x 8 accumulators; 2 x 8 runs nearer 3 x 8's speed
 // than 1 x 8, whose 8 chains barely cover the FMA latency); AVX2: one slab at a time.
-// rebuilt: the exact-block modes' buffer for one column group's float32 panels (else null).
+// rebuilt: the exact-block and float16 modes' buffer for one column group's float32 panels (else
+// null).
 template <class W>
 void prompt_rows(const PJob &jb, int64_t s0, int64_t s1, int64_t g0, int64_t g1,
                  float *rebuilt = nullptr) {
@@ -614,7 +670,8 @@ void prompt_rows(const PJob &jb, int64_t s0, int64_t s1, int64_t g0, int64_t g1,
       if (rebuilt) {  // once per group and K chunk, for every slab of this task
         const int64_t p1 = full ? p0 + PG : jb.npanels;
         if (jb.mode == kLinF32Q4) rebuild_panels<kLinF32Q4>(jb, p0, p1, kb, ke, rebuilt);
-        else rebuild_panels<kLinF32Q8>(jb, p0, p1, kb, ke, rebuilt);
+        else if (jb.mode == kLinF32Q8) rebuild_panels<kLinF32Q8>(jb, p0, p1, kb, ke, rebuilt);
+        else rebuild_panels_f16(jb, p0, p1, kb, ke, rebuilt);
         base = reinterpret_cast<const uint8_t *>(rebuilt);
         pstride = NR * jb.kp * int64_t(sizeof(float));
       }
@@ -669,7 +726,7 @@ void prompt_task(void *ctx, int task) {
     prompt_task_w<float>(jb, task);
   } else if (jb.mode == kLinBF16) {
     prompt_task_w<uint16_t>(jb, task);
-  } else {  // exact blocks: one column group's float32 panels per task (8 x K floats, in L1/L2)
+  } else {  // exact blocks, float16: one column group's float32 panels per task (8 x K floats, in L1/L2)
     float *buf = jb.rebuilt + int64_t(task) * kPromptNC * jb.kp;
     prompt_task_w<float>(jb, task, buf);
   }
@@ -703,9 +760,9 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.ntasks = lin_threads(ctx.threads, work_panel_bytes(mode, jb.kp, group) * jb.npanels * (m / 8),
                           nslabs > jb.ngroups ? nslabs : jb.ngroups);
   jb.by_rows = nslabs >= 2 * jb.ntasks;
-  LinBuffer rebuilt_buf(lin_exact_blocks(mode) ? int64_t(jb.ntasks) * kPromptNC * jb.kp : 0);
-  jb.rebuilt = lin_exact_blocks(mode) ? rebuilt_buf.ptr : nullptr;
-  if (lin_exact_blocks(mode) && !jb.rebuilt) return -1;
+  LinBuffer rebuilt_buf(lin_rebuilds(mode) ? int64_t(jb.ntasks) * kPromptNC * jb.kp : 0);
+  jb.rebuilt = lin_rebuilds(mode) ? rebuilt_buf.ptr : nullptr;
+  if (lin_rebuilds(mode) && !jb.rebuilt) return -1;
   if (!jb.by_rows)
     for (int64_t s = 0; s < nslabs; ++s) transpose_slab(jb, s);
   ctx.used_threads = jb.ntasks;
@@ -742,6 +799,7 @@ void rows_panel(const Job &jb, int64_t m0, int64_t p) {
     case kLinInt8: panel_q8<MR>(xs, panel, jb.kp, out); break;
     case kLinF32Q4: panel_exact<MR, kLinF32Q4>(xs, panel, jb.kp, out); break;
     case kLinF32Q8: panel_exact<MR, kLinF32Q8>(xs, panel, jb.kp, out); break;
+    case kLinF32F16: panel_f16<MR>(xs, panel, jb.kp, out); break;
     default:
       if (jb.group == 32) panel_q4<MR, 32>(xs, sums, panel, jb.kp, jb.group, out);
       else panel_q4<MR, 0>(xs, sums, panel, jb.kp, jb.group, out);
@@ -786,7 +844,7 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
     if (rc != 0) return rc < 0 ? -1 : 0;
   }
 #endif
-  if ((mode == kLinF32 || mode == kLinBF16 || lin_exact_blocks(mode)) && m >= kLinPromptRows)
+  if ((mode == kLinF32 || mode == kLinBF16 || lin_rebuilds(mode)) && m >= kLinPromptRows)
     return prompt_run(ctx, mode, x, m, k, packed, n, group, bias, y);
   if (lin_int_activations(mode, m)) return intp::run(ctx, base, x, m, k, packed, n, group, bias, y);
   const int64_t kp = lin_padded_k(mode, k, group);

@@ -20,6 +20,10 @@
 // (high_q4: w = fl(fl(d * q) + min), high_q8: w = fl(d * q)) before the same fused multiply-add
 // chain as "high", so the results are those of kLinF32 on the same float32 weights, bit for bit.
 // K must be a multiple of 32 there (no padded K, whose rebuilt weights would not be 0).
+// A third, high_f16, stores float32 weights that are exactly float16 (what transformers loads
+// from an F16 file, or a float16 checkpoint loaded as float32) as their float16 bits in
+// medium's 16-bit layout; converting float16 to float32 is exact, so it too gives kLinF32's
+// results bit for bit from half the bytes.
 #ifndef KWKER_CORE_LINEAR_LAYOUT_H_
 #define KWKER_CORE_LINEAR_LAYOUT_H_
 #include <cstdint>
@@ -35,7 +39,8 @@ enum LinearMode {
   kLinF32Q8 = 5,  // "high" from exact Q8_0 blocks (int8 layout)
   kLinInt8A8 = 6, // int8 weights with x quantised to int8 at every row count (int8 layout)
   kLinInt4A8 = 7, // int4 weights likewise (int4 layout)
-  kLinNumModes = 8
+  kLinF32F16 = 8, // "high" from float32 weights that are exactly float16 (bf16's layout, f16 bits)
+  kLinNumModes = 9
 };
 constexpr int kLinNR = 4;
 constexpr int kLinLanes = 16;
@@ -55,7 +60,8 @@ inline int64_t lin_round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; 
 // int4's / int8's).
 inline int lin_layout(int mode) {
   return mode == kLinF32Q4 || mode == kLinInt4A8 ? kLinInt4
-         : mode == kLinF32Q8 || mode == kLinInt8A8 ? kLinInt8 : mode;
+         : mode == kLinF32Q8 || mode == kLinInt8A8 ? kLinInt8
+         : mode == kLinF32F16 ? kLinBF16 : mode;
 }
 // The A8 modes (W8A8 / W4A8): x quantised per 32-block to int8 for the decode step as well as
 // for prompts (core/linear_prompt.h says what they compute), so that each row's result does not
@@ -64,6 +70,9 @@ inline bool lin_a8(int mode) { return mode == kLinInt8A8 || mode == kLinInt4A8; 
 // The mode a call computes in: the A8 modes are int8 / int4 with x quantised at every row count.
 inline int lin_base(int mode) { return lin_a8(mode) ? lin_layout(mode) : mode; }
 inline bool lin_exact_blocks(int mode) { return mode == kLinF32Q4 || mode == kLinF32Q8; }
+// The "high" modes stored in fewer bytes (exact blocks, float16): their kernels rebuild each
+// float32 weight exactly and run "high"'s chains on it (the prompt kernels on rebuilt panels).
+inline bool lin_rebuilds(int mode) { return lin_exact_blocks(mode) || mode == kLinF32F16; }
 
 // Threads for a linear call: a second thread pays once each covers kLinMinBytesPerThread of
 // work_bytes (weight bytes scaled by the row count) and there are enough units (panels,

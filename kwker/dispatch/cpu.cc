@@ -35,6 +35,7 @@ CpuInfo detect() {
   bool os_amx = (xcr0 & 0x60000) == 0x60000;    // XTILECFG + XTILEDATA
   c.avx = cpu_avx && os_avx;
   c.fma = c.fma && c.avx;
+  c.f16c = (cx & bit_F16C) && c.avx;
   if (max_leaf >= 7) {
     __get_cpuid_count(7, 0, &a, &b, &cx, &d);
     c.avx2 = (b & bit_AVX2) && c.avx;

@@ -9,7 +9,7 @@ namespace kwker {
 struct CpuInfo {
   std::string vendor, brand;
   bool sse42 = false, popcnt = false, avx = false, avx2 = false, bmi1 = false, bmi2 = false,
-       fma = false, lzcnt = false;
+       fma = false, lzcnt = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512dq = false, avx512vl = false;
   bool amx = false;
   // Used by the CPU backend's linear kernels where they give the same results (runtime info).

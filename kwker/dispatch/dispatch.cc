@@ -91,7 +91,8 @@ bool engine_supported(int id) {
   switch (id) {
     case kPortable: return true;
     case kSse42: return c.sse42 && c.popcnt;
-    case kAvx2: return c.avx2 && c.bmi1 && c.bmi2 && c.fma && c.lzcnt && c.sse42 && c.popcnt;
+    case kAvx2:  // F16C: the high_f16 linear kernels (every AVX2 CPU made has it)
+      return c.avx2 && c.bmi1 && c.bmi2 && c.fma && c.f16c && c.lzcnt && c.sse42 && c.popcnt;
     case kAvx512:
       return engine_supported(kAvx2) && c.avx512f && c.avx512bw && c.avx512dq && c.avx512vl;
     default: return false;

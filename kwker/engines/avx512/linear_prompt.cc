@@ -564,8 +564,8 @@ void quantise_task(void *ctx, int task) {
 }  // namespace
 
 PromptKernel linear_prompt_kernel_avx512(int mode, int64_t m) {
-  // "high" (float32 weights, exact-block storage included) stays on the float kernels.
-  if (m < kLinPromptRows || mode == kLinF32 || lin_exact_blocks(mode)) return kPromptNone;
+  // "high" (float32 weights, exact-block and float16 storage included) stays on the float kernels.
+  if (m < kLinPromptRows || mode == kLinF32 || lin_rebuilds(mode)) return kPromptNone;
   const CpuInfo &c = cpu_info();
   const bool amx = amx_allowed();
   if (mode == kLinBF16)

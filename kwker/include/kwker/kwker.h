@@ -183,10 +183,16 @@ KWKER_API int kwker_get_tuning(const char *name, int64_t *value);
  * float activations below 16 rows. Identical bits on every engine. */
 #define KWKER_LINEAR_INT8_A8 6
 #define KWKER_LINEAR_INT4_A8 7
+/* "high" results from float32 weights that are exactly float16 (a model loaded from an F16 GGUF
+ * file, or a float16 checkpoint loaded as float32): packed as their float16 bits (uint16 values)
+ * in MEDIUM's 16-bit layout; float16 widens to float32 exactly, so the results are
+ * KWKER_LINEAR_HIGH's on those weights, bit for bit, from half the bytes. The caller checks
+ * exactness (kwker.cpu_backend does). */
+#define KWKER_LINEAR_HIGH_F16 8
 /* Bytes of the packed weights of an [n, k] matrix (group: int4 group size, a positive multiple of
  * 32; ignored by the other modes), or -1 with the last error set. */
 KWKER_API int64_t kwker_linear_packed_size(int mode, int64_t n, int64_t k, int64_t group);
-/* Packs row-major values [n, k] (float32 / bfloat16 bits as uint16 / int8 in -128..127 / uint8 in
+/* Packs row-major values [n, k] (float32 / bfloat16 or float16 bits as uint16 / int8 in -128..127 / uint8 in
  * 0..15) with, for int8 and int4, scales [n, ceil(k / block)] and, for int4, mins of the same
  * shape, into packed (kwker_linear_packed_size bytes). */
 KWKER_API int kwker_linear_pack(int mode, int64_t n, int64_t k, int64_t group, const void *values,

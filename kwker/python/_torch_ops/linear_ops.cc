@@ -44,6 +44,7 @@ at::ScalarType value_type(int64_t mode) {
   switch (mode) {
     case KWKER_LINEAR_HIGH: return at::kFloat;
     case KWKER_LINEAR_MEDIUM: return at::kBFloat16;
+    case KWKER_LINEAR_HIGH_F16: return at::kHalf;
     case KWKER_LINEAR_INT8:
     case KWKER_LINEAR_INT8_A8:
     case KWKER_LINEAR_HIGH_Q8: return at::kChar;
@@ -56,7 +57,9 @@ at::ScalarType value_type(int64_t mode) {
 bool has_mins(int64_t mode) {
   return mode == KWKER_LINEAR_INT4 || mode == KWKER_LINEAR_HIGH_Q4 || mode == KWKER_LINEAR_INT4_A8;
 }
-bool has_scales(int64_t mode) { return mode >= KWKER_LINEAR_INT8; }
+bool has_scales(int64_t mode) {
+  return mode >= KWKER_LINEAR_INT8 && mode <= KWKER_LINEAR_INT4_A8;
+}
 
 int64_t blocks(int64_t mode, int64_t k, int64_t group) {
   int64_t b = mode == KWKER_LINEAR_INT4 || mode == KWKER_LINEAR_INT4_A8 ? group : 32;
@@ -65,7 +68,7 @@ int64_t blocks(int64_t mode, int64_t k, int64_t group) {
 
 Tensor linear_pack(int64_t mode, const Tensor &values, const std::optional<Tensor> &scales,
                    const std::optional<Tensor> &mins, int64_t group) {
-  TORCH_CHECK(mode >= 0 && mode <= KWKER_LINEAR_INT4_A8, "kwker.linear_pack: unknown mode ", mode);
+  TORCH_CHECK(mode >= 0 && mode <= KWKER_LINEAR_HIGH_F16, "kwker.linear_pack: unknown mode ", mode);
   TORCH_CHECK(values.dim() == 2 && values.device().is_cpu(),
               "kwker.linear_pack: values must be a 2-D CPU tensor [out_features, in_features]");
   TORCH_CHECK(values.scalar_type() == value_type(mode), "kwker.linear_pack: mode ", mode,

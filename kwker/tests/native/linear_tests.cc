@@ -324,11 +324,70 @@ void test_exact(int mode, int64_t n, int64_t k, int64_t m, bool bias, int thread
   kwker_set_isa(nullptr);
 }
 
+// high_f16: float32 weights that are exactly float16 (subnormals, -0, the largest finite value
+// included), packed as their float16 bits and as HIGH, give the same bits on every engine, decode
+// rows and prompt rows (K not a multiple of 16, K in two chunks), at half HIGH's bytes.
+void test_f16(int64_t n, int64_t k, int64_t m, bool bias, int threads) {
+  std::mt19937 rng(unsigned(n * 17 + k * 5 + m));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  g_where = "linear high_f16 n=" + std::to_string(n) + " k=" + std::to_string(k) + " m=" +
+            std::to_string(m) + " threads=" + std::to_string(threads);
+  std::vector<uint16_t> h(size_t(n * k));
+  std::vector<float> dense(size_t(n * k));
+  for (int64_t i = 0; i < n * k; ++i) {
+    float v = u(rng);
+    if (i % 13 == 4) v *= 1e-5f;           // float16 subnormals (below 6.1e-5)
+    if (i % 31 == 9) v = -0.0f;
+    if (i % 97 == 11) v = 65504.0f * (i % 2 ? 1.0f : -1.0f) * 1e-4f;
+    if (i % 211 == 17) v = 65504.0f;       // the largest float16
+    _Float16 f = _Float16(v);
+    std::memcpy(&h[size_t(i)], &f, 2);
+    dense[size_t(i)] = float(f);
+  }
+  const int64_t hb = kwker_linear_packed_size(KWKER_LINEAR_HIGH_F16, n, k, 32);
+  const int64_t fb = kwker_linear_packed_size(KWKER_LINEAR_HIGH, n, k, 32);
+  check(hb > 0 && hb * 2 == fb, "packed size: half of HIGH's");
+  Guarded ph{size_t(hb)}, pf{size_t(fb)};
+  check(kwker_linear_pack(KWKER_LINEAR_HIGH_F16, n, k, 32, h.data(), nullptr, nullptr,
+                          ph.data()) == KWKER_OK && ph.intact(), "pack float16");
+  check(kwker_linear_pack(KWKER_LINEAR_HIGH, n, k, 32, dense.data(), nullptr, nullptr,
+                          pf.data()) == KWKER_OK, "pack float32");
+  std::vector<uint16_t> back(h.size());
+  check(kwker_linear_unpack(KWKER_LINEAR_HIGH_F16, n, k, 32, ph.data(), back.data(), nullptr,
+                            nullptr) == KWKER_OK && back == h, "unpack round trip");
+  std::vector<float> x(static_cast<size_t>(m * k)), b(static_cast<size_t>(n));
+  for (auto &v : x) v = u(rng);
+  if (m > 2) x[size_t(2 * k + k / 3)] = NAN;
+  for (auto &v : b) v = u(rng);
+  std::vector<float> first;
+  for (const char *engine : g_engines) {
+    kwker_set_isa(engine);
+    const std::string where = std::string(engine) + " (kernel " +
+                              kwker_linear_kernel(KWKER_LINEAR_HIGH_F16, m) + ")";
+    std::vector<float> yh(size_t(m * n)), yf(size_t(m * n));
+    Guarded gh{size_t(m * n * 4)};
+    check(kwker_linear(KWKER_LINEAR_HIGH_F16, x.data(), m, k, ph.data(), n, 32,
+                       bias ? b.data() : nullptr, reinterpret_cast<float *>(gh.data()),
+                       threads) == KWKER_OK, "run on " + where);
+    check(gh.intact(), "output red zone on " + where);
+    std::memcpy(yh.data(), gh.data(), yh.size() * 4);
+    check(kwker_linear(KWKER_LINEAR_HIGH, x.data(), m, k, pf.data(), n, 32,
+                       bias ? b.data() : nullptr, yf.data(), threads) == KWKER_OK,
+          "float32 run on " + where);
+    check(std::memcmp(yh.data(), yf.data(), yh.size() * 4) == 0,
+          "equals KWKER_LINEAR_HIGH on the same float32 weights, bit for bit, on " + where);
+    if (first.empty()) first = yh;
+    else check(std::memcmp(first.data(), yh.data(), yh.size() * 4) == 0,
+               where + " equals the first engine bit for bit");
+  }
+  kwker_set_isa(nullptr);
+}
+
 void test_errors() {
   g_where = "linear errors";
   float x = 1, y = 0;
   uint8_t p[256] = {0};
-  check(kwker_linear(8, &x, 1, 1, p, 1, 32, nullptr, &y, 1) == KWKER_E_INVALID_ARGUMENT,
+  check(kwker_linear(9, &x, 1, 1, p, 1, 32, nullptr, &y, 1) == KWKER_E_INVALID_ARGUMENT,
         "unknown mode");
   check(std::strstr(kwker_last_error(), "unknown mode") != nullptr, "message names the mode");
   check(kwker_linear_packed_size(KWKER_LINEAR_INT4, 4, 64, 48) == -1, "group 48 rejected");
@@ -507,6 +566,14 @@ void run_linear_tests() {
     for (auto &s : shapes)
       for (int threads : {1, 2}) test_exact(mode, s[0], s[1], s[2], s[0] % 2 == 1, threads);
     test_exact(mode, 1024, 1024, 1, false, 2);  // crosses the threading threshold
+  }
+  {
+    const int64_t shapes[][3] = {{1, 37, 1},   {5, 64, 7},    {37, 100, 2},  {64, 576, 1},
+                                 {1, 37, 16},  {35, 100, 17}, {64, 576, 40}, {13, 1600, 48},
+                                 {100, 576, 256}};
+    for (auto &s : shapes)
+      for (int threads : {1, 2}) test_f16(s[0], s[1], s[2], s[0] % 2 == 1, threads);
+    test_f16(1024, 1024, 1, false, 2);  // crosses the threading threshold
   }
   std::printf("linear kernels: tested\n");
 }

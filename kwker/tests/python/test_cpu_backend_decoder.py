@@ -366,6 +366,25 @@ def test_exact_gguf_blocks_in_the_fused_step_give_float32_numbers():
     assert torch.equal(seq, scores(model)[0])
 
 
+def test_float16_weights_in_the_fused_step_give_float32_numbers():
+    """A float16 checkpoint loaded as float32 (or an F16 GGUF file): every projection and the LM
+    head stored as float16 (KWKER_LINEAR_HIGH_F16), decoded natively with float32's bits."""
+    model = tiny(seed=6)
+    with torch.no_grad():
+        for mod in model.modules():
+            if isinstance(mod, torch.nn.Linear):
+                mod.weight.copy_(mod.weight.to(torch.float16).to(torch.float32))
+    half = cb.optimize(model, "high", decoder="generic")
+    plain = cb.optimize(model, "high", decoder="generic", exact_blocks=False)
+    assert half._kwker_cpu_backend["storage"] == {"float16": 15}
+    assert half._kwker_decoder.shapes["mode"] == 8 and half._kwker_decoder.shapes["lm_mode"] == 8
+    seq, sc = scores(half)
+    seq2, sc2 = scores(plain)
+    assert half._kwker_decoder.steps >= 7
+    assert torch.equal(seq, seq2) and torch.equal(sc, sc2)   # bit for bit
+    assert torch.equal(seq, scores(model)[0])
+
+
 def test_mixed_storage_projections_run_the_fused_step_as_float32():
     model = tiny(seed=5)
     _as_gguf_blocks(model.model.layers[0].self_attn.q_proj, "Q4_1")

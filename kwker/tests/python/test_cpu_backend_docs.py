@@ -15,12 +15,12 @@ BLOCKS = re.findall(r"```(\w+)\n(.*?)```", TEXT, flags=re.S)
 
 def test_the_page_is_complete():
     assert "ACCURACY_TABLE" not in TEXT and "BENCH_TABLE" not in TEXT
-    assert [lang for lang, _ in BLOCKS] == ["python"] * 6
+    assert [lang for lang, _ in BLOCKS] == ["python"] * 7
     for phrase in ("KWKER_AMX=0", "KWKER_DISABLE=1", "KWKER_ISA", "check_accuracy",
                    "the compiled PyTorch operators were built for torch X, not Y",
                    "the CPU has AMX but the CPU backend's AMX kernels are off",
                    "python -m kwker bench --only cpu_backend", "Decoder packages",
-                   "KWKER_CACHE_DIR/decoder/", "decoder-generic", "exact_blocks=False",
+                   "KWKER_CACHE_DIR/decoder/", "decoder-generic", "exact_blocks=False", "KWKER_LINEAR_HIGH_F16",
                    'activations="int8"', "avx2-int8", "scalar-int8"):
         assert phrase in TEXT, phrase
 

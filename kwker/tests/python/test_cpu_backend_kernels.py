@@ -197,6 +197,51 @@ def test_weights_that_are_not_exact_blocks_stay_float32():
     assert _layer(16, 64, "int4")[1].storage is None
 
 
+def _float16_linear(n, k, seed=5):
+    """A float32 layer whose weights are exactly float16 values, subnormals and -0 included."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(n, k, generator=g)
+    w.view(-1)[::13] *= 1e-5   # float16 subnormals
+    w.view(-1)[5::31] = -0.0
+    lin = torch.nn.Linear(k, n, bias=n % 2 == 1)
+    with torch.no_grad():
+        lin.weight.copy_(w.to(torch.float16).to(torch.float32))
+    return lin
+
+
+@pytest.mark.parametrize("n,k,m", [(1, 37, 1), (37, 100, 7), (64, 576, 2), (33, 1600, 40)])
+def test_float16_weights_are_stored_as_float16_with_float32_results_bit_for_bit(n, k, m):
+    lin = _float16_linear(n, k)
+    half = KwkerLinear.from_linear(lin, mode="high", group=32, threads=2, scheme=None)
+    plain = KwkerLinear.from_linear(lin, mode="high", group=32, threads=2, scheme=None,
+                                    exact_blocks=False)
+    assert half.storage == "float16" and plain.storage == "float32"
+    assert "storage=float16" in repr(half)
+    assert half.weight_bytes * 2 == plain.weight_bytes
+    w = lin.weight.detach()
+    assert torch.equal(half.dequantized_weight().view(torch.int32), w.view(torch.int32))
+    x = torch.randn(m, k, generator=torch.Generator().manual_seed(12))
+    with kwker.config():
+        for e in ENGINES:
+            kwker.set_isa(e)
+            got, want = half(x), plain(x)
+            assert torch.equal(got.view(torch.int32), want.view(torch.int32)), e
+    back = half.as_float32_storage()
+    assert back.storage == "float32" and torch.equal(back(x), got)
+
+
+def test_weights_that_are_not_exactly_float16_stay_float32():
+    for change in (lambda w: w.__setitem__((3, 7), torch.nextafter(w[3, 7], torch.tensor(9.0))),
+                   lambda w: w.__setitem__((39, 0), float("nan")),      # past the first rows
+                   lambda w: w.__setitem__((20, 1), 1e5),               # beyond float16's range
+                   lambda w: w.__setitem__((0, 2), 1e-9)):              # below its subnormals
+        lin = _float16_linear(40, 64)
+        with torch.no_grad():
+            change(lin.weight)
+        assert KwkerLinear.from_linear(lin, mode="high", group=32, threads=1,
+                                       scheme=None).storage == "float32"
+
+
 def test_exact_blocks_option_is_checked_and_reported():
     import kwker.cpu_backend as cb
     model = torch.nn.Sequential(_gguf_linear(16, 64, "Q4_1"), torch.nn.ReLU(),

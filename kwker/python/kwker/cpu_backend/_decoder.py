@@ -92,14 +92,14 @@ _PROJECTIONS = (("self_attn", ("q_proj", "k_proj", "v_proj", "o_proj")),
 
 def _one_storage(layers):
     """The step runs every layer's projections in one kernel mode: where "high" layers are stored
-    differently (some exact GGUF blocks, some float32), all of them become float32 storage (the
+    differently (some exact GGUF blocks or float16, some float32), all of them become float32 storage (the
     same results, bit for bit; only the bytes read per token grow). The LM head keeps its own."""
     from ._linear import KwkerLinear
     mods = [(getattr(layer, part), name) for layer in layers for part, names in _PROJECTIONS
             for name in names]
     kinds = {getattr(getattr(parent, name), "storage", None) for parent, name in mods
              if isinstance(getattr(parent, name), KwkerLinear)}
-    if len(kinds) > 1 and kinds <= {"float32", "exact-q4_1", "exact-q8_0"}:
+    if len(kinds) > 1 and kinds <= {"float32", "exact-q4_1", "exact-q8_0", "float16"}:
         for parent, name in mods:
             setattr(parent, name, getattr(parent, name).as_float32_storage())
 

@@ -2,7 +2,8 @@
 quantised blocks, packed for Kwker's kernels without re-quantising:
 
   Q4_0 -> int4 (scheme q4_0: min = -8 d), Q4_1 -> int4 (q4_1), Q8_0 -> int8 (q8_0), group 32
-  BF16 -> medium, F32 -> high, F16 -> high (exact) or, with mode="medium", bfloat16 (lossy)
+  BF16 -> medium, F32 -> high, F16 -> high stored as float16 (exact: float32's results from
+  half the bytes) or, with mode="medium", bfloat16 (lossy)
 
 The float16 scales and minimums become float32 exactly, and the 4-bit / 8-bit values are copied
 bit for bit. The rest of the model (embeddings, norms) comes from transformers' own GGUF loader
@@ -131,7 +132,9 @@ def load_gguf(path, mode=None, *, threads=None, decoder="auto", activations="flo
                                                     scheme=native[1] if native and
                                                     native[0] == want else None,
                                                     activations=act)
-            kinds[name] = f"{kind or 'float'} -> {want}"
+            store = getattr(new[name], "storage", None)
+            kinds[name] = f"{kind or 'float'} -> {want}" + (
+                f" ({store})" if store not in (None, "float32") else "")
     for name, mod in new.items():
         _replace(model, name, mod)
     model._kwker_cpu_backend = {"mode": mode, "gguf": path, "layers": len(new),

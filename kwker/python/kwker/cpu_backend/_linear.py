@@ -8,8 +8,9 @@ from kwker.torch_ops import _compiled
 from ._status import ACTIVATIONS, MODES
 
 MODE_CODES = {m: i for i, m in enumerate(MODES)}
-# "high" stored as exact GGUF blocks (kwker.h: KWKER_LINEAR_HIGH_Q4 / _HIGH_Q8; _quant.exact_blocks).
-STORAGE_CODES = {"exact-q4_1": 4, "exact-q8_0": 5}
+# "high" stored as exact GGUF blocks (kwker.h: KWKER_LINEAR_HIGH_Q4 / _HIGH_Q8; _quant.exact_blocks)
+# or as exact float16 values (KWKER_LINEAR_HIGH_F16; _quant.exact_float16).
+STORAGE_CODES = {"exact-q4_1": 4, "exact-q8_0": 5, "float16": 8}
 # int8 / int4 with activations="int8" (kwker.h: KWKER_LINEAR_INT8_A8 / _INT4_A8: W8A8 / W4A8).
 A8_CODES = {"int8": 6, "int4": 7}
 
@@ -37,9 +38,10 @@ class KwkerLinear(torch.nn.Module):
     """y = x W^T + b with W packed once (mode: high, medium, int8 or int4). Activations run in
     float32; inputs of another dtype are converted and the result converted back.
 
-    storage: how "high" holds its float32 weights: "float32", or "exact-q4_1" / "exact-q8_0"
-    where they are exactly GGUF blocks (values, scales, mins are then the blocks); the other
-    modes' storage is their own layout (None).
+    storage: how "high" holds its float32 weights: "float32", "exact-q4_1" / "exact-q8_0"
+    where they are exactly GGUF blocks (values, scales, mins are then the blocks), or "float16"
+    where each is exactly a float16 (values is then the float16 tensor); the other modes'
+    storage is their own layout (None).
 
     activations (int8 / int4 only): "float" keeps x in float32 below 16 rows (the decode step)
     and quantises it per 32-block to int8 from 16 rows (the prompt kernels); "int8" quantises it
@@ -76,6 +78,10 @@ class KwkerLinear(torch.nn.Module):
                 storage, values, scales, mins = found
                 return cls(values, scales, mins, linear.bias, mode=mode, group=group,
                            threads=threads, scheme=scheme, storage=storage)
+            half = _quant.exact_float16(linear.weight)
+            if half is not None:
+                return cls(half, None, None, linear.bias, mode=mode, group=group,
+                           threads=threads, scheme=scheme, storage="float16")
         values, scales, mins = _quant.quantize(linear.weight, mode, scheme, group)
         return cls(values, scales, mins, linear.bias, mode=mode, group=group, threads=threads,
                    scheme=scheme, activations=activations)

@@ -145,7 +145,9 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
     exact_blocks ("high" only): a layer whose float32 weights are exactly GGUF Q4_1 / Q8_0 / Q4_0
     blocks (as transformers dequantises a GGUF file) is stored as those blocks, 24 or 36 bytes
     per 32 weights instead of 128, with the same results bit for bit (the kernels rebuild the
-    same float32 weights); False keeps every layer in float32. model._kwker_cpu_backend["storage"]
+    same float32 weights), and one whose weights are each exactly a float16 (an F16 file, a
+    float16 checkpoint loaded as float32) as float16, half the bytes, again with float32's
+    results bit for bit; False keeps every layer in float32. model._kwker_cpu_backend["storage"]
     counts the layers of each storage.
 
     activations (int8 / int4): "float" (default) keeps x in float32 in the decode step (fewer

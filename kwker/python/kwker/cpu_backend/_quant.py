@@ -139,6 +139,23 @@ def exact_blocks(w):
     return None
 
 
+def exact_float16(w):
+    """w as float16 where every one of its float32 weights is exactly a float16 (a model loaded
+    from an F16 file, a float16 checkpoint loaded as float32), else None: "high" then reads half
+    the bytes for float32's results bit for bit (float16 widens to float32 exactly). The first
+    rows are checked alone first, so a layer of ordinary float32 weights costs one small step."""
+    w = w.detach()
+    if w.dtype != torch.float32 or w.dim() != 2 or w.numel() == 0:
+        return None
+    head = w[:8]
+    if not torch.equal(head.to(torch.float16).to(torch.float32), head):
+        return None
+    half = w.to(torch.float16)
+    # torch.equal is False on NaN (kept in float32) and on values float16 cannot hold
+    # (overflow to inf, underflow to 0).
+    return half if torch.equal(half.to(torch.float32), w) else None
+
+
 def dequantize(values, scales, mins, mode, group, storage=None):
     """The float32 weights a packed layer computes with (for tests and check_accuracy)."""
     if storage in ("exact-q4_1", "exact-q8_0"):  # (d * q) + m, in float32, as the kernels do
