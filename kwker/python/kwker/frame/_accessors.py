@@ -20,13 +20,13 @@ class _PandasAccessor:
     def __init__(self, obj):
         self._obj = obj
 
-    def sort_values(self, by=None, **kw):
+    def sort_values(self, *args, **kw):
         from ._pandas import sort_values
-        return sort_values(self._obj, by, **kw)
+        return sort_values(self._obj, *args, **kw)
 
-    def arg_sort(self, by=None, **kw):
+    def arg_sort(self, *args, **kw):
         from ._pandas import arg_sort
-        return arg_sort(self._obj, by, **kw)
+        return arg_sort(self._obj, *args, **kw)
 
     def sort_index(self, **kw):
         from ._pandas import sort_index

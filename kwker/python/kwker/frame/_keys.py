@@ -56,6 +56,8 @@ def order(keys, n, strategy="auto"):
     first), "per-key" (one pass per key, no packing), "packed" (every key packed into words)."""
     if n == 0:
         return np.empty(0, _I64)
+    if not keys:                  # no key (by=[], an all-null Polars column): every row ties
+        return np.arange(n, dtype=_I64)
     groups = plan(keys, strategy)
     if len(groups) > 1 and strategy == "auto":
         from . import _ties

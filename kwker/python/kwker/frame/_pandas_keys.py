@@ -47,9 +47,34 @@ def column_key(col, name, ascending, na_position, several):
         # pandas sorts the unmasked values with NumPy's argsort after reversing them for a
         # descending sort, so an unmasked NaN ends up last ascending and first descending.
         return Key(data, desc, mask if mask.any() else None, first, nans_first=desc)
+    if isinstance(values, arr) and _sorts_by_values_for_argsort(values, pd):
+        return _extension_key(values, name, desc, first)
     if isinstance(values, arr):
         raise _ranks.unsupported(name, str(values.dtype), "kwker.frame")
     raise _ranks.unsupported(name, type(values).__name__, "kwker.frame")
+
+
+def _sorts_by_values_for_argsort(values, pd):
+    """True for extension arrays that pandas' stable sort orders by _values_for_argsort()
+    with isna() as the missing values: ExtensionArray.argsort itself, and IntervalArray's,
+    which hands every stable sort to it (sparse, interval and third-party arrays)."""
+    base = pd.api.extensions.ExtensionArray.argsort
+    own = type(values).argsort
+    return own is base or (isinstance(values, pd.arrays.IntervalArray)
+                           and own is pd.arrays.IntervalArray.argsort)
+
+
+def _extension_key(values, name, desc, first):
+    """pandas' ExtensionArray.argsort: the values of _values_for_argsort() (a sparse array's
+    dense values; Interval objects, which compare by (left, right)), missing where isna().
+    One column or several alike: the order of those values, missing at na_position."""
+    v = np.asarray(values._values_for_argsort())
+    null = np.asarray(values.isna(), dtype=bool)
+    null = null if null.any() else None
+    if v.dtype.kind in "fiubmM":
+        return Key(v, desc, null, first, nans_first=first)
+    ranks, nd = _ranks.object_ranks(v.astype(object, copy=False), null, name, "pandas")
+    return Key(ranks, desc, null, first, ncodes=nd)
 
 
 def _is_masked(values, pd):
