@@ -9,26 +9,11 @@ Polars' own multi-threaded gather.
 """
 import numpy as np
 
-from . import _keys, _lazy, _ranks, _switch
+from . import _keys, _lazy, _polars_rules, _ranks, _switch
 
 
 def _pl():
     return _lazy.require("polars", "sorting a Polars object")
-
-
-def _flags(value, count, what):
-    if isinstance(value, (list, tuple)):
-        if len(value) != count:
-            raise ValueError(f"kwker.frame.sort: {what} has {len(value)} entries but by has "
-                             f"{count}; give one {what} flag per by entry, or one bool")
-        vals = list(value)
-    else:
-        vals = [value] * count
-    for v in vals:
-        if not isinstance(v, (bool, np.bool_)):
-            raise ValueError(f"kwker.frame.sort: {what} must be True or False (or a list of "
-                             f"them), got {v!r}")
-    return [bool(v) for v in vals]
 
 
 def series_key(s, name, descending, nulls_last):
@@ -56,7 +41,12 @@ def series_key(s, name, descending, nulls_last):
         return _ranked(s.cast(pl.String), name, descending, null, first)
     if dt in (pl.String, pl.Binary) or dt.is_decimal():
         return _ranked(s, name, descending, null, first)
-    raise _ranks.unsupported(name, str(dt), "kwker.frame")
+    if dt == pl.Object:
+        raise _polars_rules.not_sortable(name, "object")
+    raise _ranks.unsupported(
+        name, str(dt), "kwker.frame",
+        fix="Sort by other columns, convert this one (for example .cast(pl.String)), or sort "
+            "with Polars' own df.sort(by, maintain_order=True), which orders nested types.")
 
 
 def _wide_int(s, signed, descending, null, first):
@@ -83,49 +73,46 @@ def _ranked(s, name, descending, null, first):
 
 
 def _key_columns(df, by):
-    """[(name, Series)] for `by`: column names or Polars expressions."""
+    """[(name, Series, is_column)] for `by`: column names or Polars expressions (anything else
+    is a literal, as Polars reads it); is_column: the key is one of the frame's columns."""
     pl = _pl()
     items = list(by) if isinstance(by, (list, tuple)) else [by]
-    if not items:
-        raise ValueError("kwker.frame.sort: by is empty; name at least one column")
     out = []
     for item in items:
         if isinstance(item, str):
             if item not in df.columns:
-                raise KeyError(f"kwker.frame.sort: no column named {item!r}; the columns are "
-                               f"{df.columns[:20]}")
-            out.append((item, df.get_column(item)))
-        elif isinstance(item, pl.Expr):
-            s = df.select(item).to_series()
-            if len(s) != df.height:
-                raise ValueError(f"kwker.frame.sort: the expression {item} gives {len(s)} "
-                                 f"values for {df.height} rows; a sort key needs one per row")
-            out.append((s.name, s))
-        else:
-            raise TypeError(f"kwker.frame.sort: by entries must be column names or Polars "
-                            f"expressions, got {type(item).__name__}")
+                raise _polars_rules.column_not_found(item, df.columns)
+            out.append((item, df.get_column(item), True))
+            continue
+        expr = item if isinstance(item, pl.Expr) else pl.lit(item)
+        s = df.select(expr).to_series()
+        if len(s) != df.height:
+            raise _polars_rules.shape_mismatch(df.height, len(s))
+        out.append((s.name, s, expr.meta.is_column()))
     return out
 
 
-def _order(cols, descending, nulls_last, n):
-    desc = _flags(descending, len(cols), "descending")
-    nl = _flags(nulls_last, len(cols), "nulls_last")
+def _order(cols, desc, nulls_last, n):
     keys = []
-    for (name, s), d, last in zip(cols, desc, nl):
+    for (name, s, _), d, last in zip(cols, desc, nulls_last):
         k = series_key(s, name, d, last)
         keys.extend(k if isinstance(k, list) else [] if k is None else [k])
     return _keys.order(keys, n)
 
 
 def _sort_series(s, descending, nulls_last):
-    desc = _flags(descending, 1, "descending")[0]
-    last = _flags(nulls_last, 1, "nulls_last")[0]
+    desc = _polars_rules.series_flag(descending, "descending")
+    last = _polars_rules.series_flag(nulls_last, "nulls_last")
     pl = _pl()
+    if _polars_rules.already_sorted([(s.name, s, True)], [desc], [last]):
+        return s.clone()                        # Polars' fast path: its chunks are kept
     if s.null_count() == 0 and (s.dtype.is_float() or s.dtype.is_integer()) \
             and s.dtype not in (pl.Int128, pl.UInt128) and len(s):
-        return _value_sort(s, desc)
-    perm = _order([(s.name, s)], desc, last, len(s))
-    return s.gather(_index_series(perm))
+        out = _value_sort(s, desc)
+    else:
+        perm = _order([(s.name, s, True)], [desc], [last], len(s))
+        out = s.gather(_index_series(perm))
+    return _polars_rules.flag_series(out, desc)
 
 
 def _value_sort(s, desc):
@@ -169,19 +156,27 @@ def sort(df, by=None, *, descending=False, nulls_last=False):
                             "expression, or a list of them)")
         if _switch.off():
             return df.sort(by, descending=descending, nulls_last=nulls_last, maintain_order=True)
+        count = len(by) if isinstance(by, (list, tuple)) else 1
+        desc = _polars_rules.flags(descending, count, "descending")
+        last = _polars_rules.flags(nulls_last, count, "nulls_last")
+        if not count:                     # Polars: sorting by nothing leaves the frame as it is
+            return df.clone() if isinstance(df, pl.DataFrame) else df
         if isinstance(df, pl.LazyFrame):  # the plan sorts with Kwker when it is collected
-            return df.map_batches(lambda batch: _sort_frame(batch, by, descending, nulls_last),
+            return df.map_batches(lambda batch: _sort_frame(batch, by, desc, last),
                                   schema=df.collect_schema(), streamable=False)
-        return _sort_frame(df, by, descending, nulls_last)
+        return _sort_frame(df, by, desc, last)
     hint = (" (a pandas object: use kwker.frame.sort_values)"
             if type(df).__module__.startswith("pandas") else "")
     raise TypeError(f"kwker.frame.sort: expected a Polars DataFrame, LazyFrame or Series, got "
                     f"{type(df).__module__}.{type(df).__name__}{hint}")
 
 
-def _sort_frame(df, by, descending, nulls_last):
-    perm = _order(_key_columns(df, by), descending, nulls_last, df.height)
-    return df[_index_series(perm)]
+def _sort_frame(df, by, desc, last):
+    keys = _key_columns(df, by)
+    if _polars_rules.already_sorted(keys, desc, last):
+        return df.clone()                       # Polars' fast path: its chunks are kept
+    out = df[_index_series(_order(keys, desc, last, df.height))]
+    return _polars_rules.flag_first_key(out, keys, desc)
 
 
 def _index_series(perm):

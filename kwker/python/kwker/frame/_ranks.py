@@ -81,9 +81,9 @@ def _types(values):
     return "object holding " + ", ".join(names)
 
 
-def unsupported(name, what, lib, detail=None):
+def unsupported(name, what, lib, detail=None, fix=None):
     extra = f" ({detail})" if detail else ""
+    fix = fix or ("Sort by a column of numbers, strings, dates, booleans or categories, or "
+                  "convert this one first (for example to strings with .astype(str)).")
     return TypeError(
-        f"kwker.frame: column {name!r} has type {what}, which {lib} cannot order{extra}. "
-        "Sort by a column of numbers, strings, dates, booleans or categories, or convert "
-        "this one first (for example to strings with .astype(str)).")
+        f"kwker.frame: column {name!r} has type {what}, which {lib} cannot order{extra}. {fix}")
