@@ -16,6 +16,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/_unique2_cpu_dispatch.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
@@ -328,11 +329,25 @@ bool select_taken(Op op, const Tensor &self, int64_t k, int64_t dim, int64_t low
          self.numel() >= g_threshold[op][code];
 }
 
-// An out= tensor the result can be copied into as it is (anything else goes to torch, which
-// resizes, warns or raises).
-bool out_ok(const Tensor &out, at::ScalarType dtype, c10::IntArrayRef shape) {
+// An out= tensor torch would resize rather than refuse: a dense CPU tensor of the result's
+// dtype (anything else goes to torch, which raises its own error).
+bool out_fits(const Tensor &out, at::ScalarType dtype) {
   return out.device().type() == c10::DeviceType::CPU && out.layout() == c10::kStrided &&
-         out.scalar_type() == dtype && out.sizes() == shape;
+         out.scalar_type() == dtype;
+}
+
+// An out= tensor the result can be copied into as it is.
+bool out_ok(const Tensor &out, at::ScalarType dtype, c10::IntArrayRef shape) {
+  return out_fits(out, dtype) && out.sizes() == shape;
+}
+
+// out= as torch's structured kernels treat it: resized to the result's shape when it differs
+// (at::native::resize_output, with torch's deprecation warning when out had elements), taking
+// the result's strides when resized; then the result is copied in.
+void into_out(Tensor &out, const Tensor &result) {
+  if (at::native::resize_output(out, result.sizes()))
+    out.as_strided_(result.sizes(), result.strides());
+  out.copy_(result);
 }
 
 std::tuple<Tensor, Tensor> o_sort(const Tensor &self, std::optional<bool> stable, int64_t dim,
@@ -346,12 +361,14 @@ std::tuple<Tensor &, Tensor &> o_sort_out(const Tensor &self, std::optional<bool
                                           int64_t dim, bool descending, Tensor &values,
                                           Tensor &indices) {
   int64_t d;
-  if (!sort_taken(self, dim, descending, &d) || !out_ok(values, self.scalar_type(), self.sizes()) ||
-      !out_ok(indices, at::kLong, self.sizes()))
+  // out= tensors of another shape (torch.empty(0), say) are resized as torch resizes them, so
+  // torch.sort(x, out=...) gives the same stable order as torch.sort(x).
+  if (!sort_taken(self, dim, descending, &d) || !out_fits(values, self.scalar_type()) ||
+      !out_fits(indices, at::kLong))
     return at::cpu::sort_outf(self, stable, dim, descending, values, indices);
   auto r = k_sort(self, d, descending, true, at::get_num_threads());
-  values.copy_(std::get<0>(r));
-  indices.copy_(std::get<1>(r));
+  into_out(values, std::get<0>(r));
+  into_out(indices, std::get<1>(r));
   return {values, indices};
 }
 
@@ -371,12 +388,11 @@ std::tuple<Tensor &, Tensor &> o_topk_out(const Tensor &self, c10::SymInt k, int
   auto kk = k.maybe_as_int();
   if (!kk || !select_taken(kTopk, self, *kk, dim, 0, &d))
     return at::cpu::topk_symint_outf(self, k, dim, largest, sorted, values, indices);
-  auto r = k_topk(self, *kk, d, largest, true, at::get_num_threads());
-  if (!out_ok(values, self.scalar_type(), std::get<0>(r).sizes()) ||
-      !out_ok(indices, at::kLong, std::get<1>(r).sizes()))
+  if (!out_fits(values, self.scalar_type()) || !out_fits(indices, at::kLong))
     return at::cpu::topk_symint_outf(self, k, dim, largest, sorted, values, indices);
-  values.copy_(std::get<0>(r));
-  indices.copy_(std::get<1>(r));
+  auto r = k_topk(self, *kk, d, largest, true, at::get_num_threads());
+  into_out(values, std::get<0>(r));
+  into_out(indices, std::get<1>(r));
   return {values, indices};
 }
 

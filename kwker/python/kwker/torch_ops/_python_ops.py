@@ -12,6 +12,8 @@ kernel through at::cpu:: in C++.)
 One torch.library.Library owns every registration; close() destroys it, which restores the
 dispatcher exactly as it was.
 """
+import warnings
+
 import torch
 
 from . import _kernels as K
@@ -33,14 +35,54 @@ OVERLOADS = {
 
 
 def _out_ok(out, dtype, shape):
-    return out.device.type == "cpu" and out.layout == torch.strided and out.dtype == dtype \
-        and out.shape == shape
+    return _out_fits(out, dtype) and out.shape == shape
+
+
+def _out_fits(out, dtype):
+    """An out= tensor torch would resize rather than refuse: a dense CPU tensor of the result's
+    dtype (anything else goes to torch, which raises its own error)."""
+    return out.device.type == "cpu" and out.layout == torch.strided and out.dtype == dtype
 
 
 def _copy_out(values, indices, v, i):
     values.copy_(v)
     indices.copy_(i)
     return values, indices
+
+
+def _resize_out(out, result):
+    """out= as torch's structured kernels treat it: resized to the result's shape when it
+    differs (at::native::resize_output, with its deprecation warning, in its words, when out
+    had elements), taking the result's strides when resized; kept as it is otherwise."""
+    if out.shape != result.shape:
+        if out.numel() != 0:
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(out.shape)}, which does not match the required output shape "
+                f"{list(result.shape)}. This behavior is deprecated, and in a future PyTorch "
+                "release outputs will not be resized unless they have zero elements. You can "
+                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+                "with t.resize_(0).", UserWarning, stacklevel=_caller_level())
+        out.resize_(result.shape)
+        out.as_strided_(result.shape, result.stride())
+
+
+def _caller_level():
+    """The warnings stacklevel of the first frame outside torch and this package (the line
+    that called torch.sort), where torch's own warning from C++ points."""
+    import os
+    import sys
+    skip = (os.path.dirname(torch.__file__), os.path.dirname(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(skip):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _into_out(values, indices, v, i):
+    _resize_out(values, v)
+    _resize_out(indices, i)
+    return _copy_out(values, indices, v, i)
 
 
 def _sort_kernels(thr):
@@ -56,10 +98,12 @@ def _sort_kernels(thr):
     def sort_values_stable(keyset, self, *, stable=None, dim=-1, descending=False, values,
                            indices):
         code = _CODES.get(self.dtype)
+        # out= tensors of another shape (torch.empty(0), say) are resized as torch resizes
+        # them, so torch.sort(x, out=...) gives the same stable order as torch.sort(x).
         if code is not None and self.numel() >= thr[code] and \
                 K.accepts_sort(self, dim, descending) and \
-                _out_ok(values, self.dtype, self.shape) and _out_ok(indices, _LONG, self.shape):
-            return _copy_out(values, indices, *K.sort(self, dim, descending))
+                _out_fits(values, self.dtype) and _out_fits(indices, _LONG):
+            return _into_out(values, indices, *K.sort(self, dim, descending))
         return out_op.redispatch(keyset.remove(_BS), self, stable=stable, dim=dim,
                                  descending=descending, values=values, indices=indices)
 
@@ -77,10 +121,10 @@ def _topk_kernels(thr):
 
     def topk_values(keyset, self, k, dim=-1, largest=True, sorted=True, *, values, indices):
         code = _CODES.get(self.dtype)
-        if code is not None and self.numel() >= thr[code] and K.accepts_select(self, k, dim, 0):
-            v, i = K.topk(self, k, dim, largest)
-            if _out_ok(values, self.dtype, v.shape) and _out_ok(indices, _LONG, i.shape):
-                return _copy_out(values, indices, v, i)
+        if code is not None and self.numel() >= thr[code] and \
+                K.accepts_select(self, k, dim, 0) and _out_fits(values, self.dtype) and \
+                _out_fits(indices, _LONG):
+            return _into_out(values, indices, *K.topk(self, k, dim, largest))
         return out_op.redispatch(keyset.remove(_BS), self, k, dim, largest, sorted,
                                  values=values, indices=indices)
 
