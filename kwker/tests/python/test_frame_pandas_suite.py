@@ -1,21 +1,23 @@
 """pandas' own sort tests, as its wheel ships them, run through kwker.frame (issue 32).
 
-The five files of pandas' tests for DataFrame/Series.sort_values, sort_index and
-Series.argsort run in this process (kwker.testing.pandas_suite: a pytest session with pandas'
-conftest and fixtures, nothing of pandas copied here) three ways:
-
-- plain: pandas as it is;
-- routed: every call kwker.frame takes (axis 0, kind left out or "stable") goes to kwker.frame
-  (kwker.testing.pandas_route), inplace=True emulated as pandas does it;
-- stable: the same calls to pandas' own method with kind="stable", for the tests that fail
-  routed.
+Two suites of pandas' tests run in this process (kwker.testing.pandas_suite: a pytest session
+with pandas' conftest and fixtures, nothing of pandas copied here):
+- "methods": the five files of pandas' tests for DataFrame/Series.sort_values, sort_index and
+  Series.argsort;
+- "extension": pandas' tests of every extension dtype (pandas/tests/extension: Arrow, masked,
+  categorical, datetime, period, interval, sparse, string, NumPy and pandas' example arrays),
+  those matching -k "sort or argsort".
+Each runs plain (pandas as it is); routed (every call kwker.frame takes, axis 0 and kind left
+out or "stable", goes to kwker.frame through kwker.testing.pandas_route, inplace=True emulated
+as pandas does it); with kind="stable" forced for the tests that differ; and routed under
+KWKER_DISABLE=1.
 
 A test that passes plain and fails routed is a failure of Kwker's, unless it also fails with
 kind="stable" forced, in the same assertion (the same line of the test, the same exception):
 it then depends on the tie order of pandas' unstable default sort, which Kwker does not
 promise (Kwker returns the stable order). Those are EXCUSED below by node id, with the reason.
 Under KWKER_DISABLE=1 the routed run (kwker.frame calling pandas' own stable sort) has the
-plain run's outcome for every test; the excused ones fail as they do with kind="stable".
+plain run's outcome for every test; an excused one fails as it does with kind="stable".
 """
 import pytest
 
@@ -24,11 +26,17 @@ pytest.importorskip("pyarrow")
 
 from kwker.testing import pandas_suite  # noqa: E402
 
-# What this suite was recorded with: the pandas version, the tests collected from the five
-# files, and the calls that went through kwker.frame in the routed run.
+# What the suites were recorded with: the pandas version; per suite the tests collected and the
+# calls that went through kwker.frame in the routed run.
 PANDAS_VERSION = "3.1.1"
-COLLECTED = 263
-ROUTED_CALLS = 528
+SUITES = {
+    "methods": {"files": pandas_suite.SORT_TESTS, "keyword": None,
+                "collected": 263, "routed_calls": 528},
+    "extension": {"files": pandas_suite.EXTENSION_TESTS, "keyword": pandas_suite.EXTENSION_K,
+                  "collected": 1612, "routed_calls": 850},
+}
+ROUTED_METHODS = ("DataFrame.sort_values", "Series.sort_values", "DataFrame.sort_index",
+                  "Series.sort_index", "Series.argsort")
 
 # Tests that fail routed only in the way they fail with pandas' own kind="stable" sort.
 EXCUSED = {
@@ -39,25 +47,27 @@ EXCUSED = {
 }
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    paths, missing = pandas_suite.shipped()
+@pytest.fixture(scope="module", params=list(SUITES))
+def runs(request, tmp_path_factory):
+    suite = SUITES[request.param]
+    _, missing = pandas_suite.shipped(suite["files"])
     if missing:
         pytest.skip(f"this pandas ({pd.__version__}) ships no tests: {missing[0]} is missing; "
                     "install a pandas wheel with its tests (the PyPI wheels have them)")
     work = tmp_path_factory.mktemp("pandas-suite")
-    plain = pandas_suite.run(pandas_suite.SORT_TESTS, "plain", work)
-    routed = pandas_suite.run(pandas_suite.SORT_TESTS, "routed", work)
+    kw = {"keyword": suite["keyword"]}
+    plain = pandas_suite.run(suite["files"], "plain", work, **kw)
+    routed = pandas_suite.run(suite["files"], "routed", work, **kw)
     differ = [n for n, o in routed.outcomes.items() if o.outcome != plain.outcomes[n].outcome]
     stable = pandas_suite.run((), "stable", work, select=[pandas_suite.node_path(n)
                                                            for n in differ])
-    disabled = pandas_suite.run(pandas_suite.SORT_TESTS, "routed", work, disable=True)
-    return plain, routed, stable, disabled
+    disabled = pandas_suite.run(suite["files"], "routed", work, disable=True, **kw)
+    return suite, plain, routed, stable, disabled
 
 
 def _excused(plain, routed, stable):
-    """{node id: why} for the tests that pass plain, fail routed, and fail the same way with
-    kind="stable" forced; and the list of the other differences (Kwker's own failures)."""
+    """{node id: outcome} for the tests that pass plain, fail routed, and fail the same way
+    with kind="stable" forced; and the list of the other differences (Kwker's own)."""
     excused, own = {}, []
     for node, got in routed.outcomes.items():
         want = plain.outcomes[node]
@@ -74,28 +84,29 @@ def _excused(plain, routed, stable):
 
 
 def test_routed_suite_has_no_failure_of_kwkers_own(runs):
-    plain, routed, stable, _ = runs
+    suite, plain, routed, stable, _ = runs
     assert set(routed.outcomes) == set(plain.outcomes)
     excused, own = _excused(plain, routed, stable)
     assert not own, "\n".join(own)
     if pd.__version__ == PANDAS_VERSION:
-        assert set(excused) == set(EXCUSED), sorted(set(excused) ^ set(EXCUSED))
+        want = {n for n in EXCUSED if n.startswith(tuple(f"pandas/{f}" for f in suite["files"]))}
+        assert set(excused) == want, sorted(set(excused) ^ want)
 
 
 def test_the_suite_collected_and_routed_what_was_recorded(runs):
-    plain, routed, _, _ = runs
+    suite, plain, routed, _, _ = runs
     assert plain.collected == routed.collected > 250
     calls = sum(routed.calls.values())
-    assert calls > 0 and all(routed.calls.get(m, 0) > 0 for m in (
-        "DataFrame.sort_values", "Series.sort_values", "DataFrame.sort_index",
-        "Series.sort_index", "Series.argsort")), routed.calls
+    assert calls > 0, routed.calls
+    if suite["keyword"] is None:
+        assert all(routed.calls.get(m, 0) > 0 for m in ROUTED_METHODS), routed.calls
     if pd.__version__ == PANDAS_VERSION:
-        assert plain.collected == COLLECTED
-        assert calls == ROUTED_CALLS, routed.calls
+        assert plain.collected == suite["collected"]
+        assert calls == suite["routed_calls"], routed.calls
 
 
 def test_kwker_disable_routed_run_equals_the_plain_run(runs):
-    plain, routed, stable, disabled = runs
+    _, plain, routed, stable, disabled = runs
     excused, _ = _excused(plain, routed, stable)
     for node, want in plain.outcomes.items():
         got = disabled.outcomes[node]

@@ -24,6 +24,10 @@ from .pandas_route import MODES, PandasRouter
 SORT_TESTS = ("tests/frame/methods/test_sort_values.py", "tests/frame/methods/test_sort_index.py",
               "tests/series/methods/test_sort_values.py",
               "tests/series/methods/test_sort_index.py", "tests/series/methods/test_argsort.py")
+# pandas' tests of every extension dtype (Arrow, masked, categorical, datetime, period,
+# interval, sparse, string, NumPy and its example arrays), the sorting ones: -k EXTENSION_K
+EXTENSION_TESTS = ("tests/extension",)
+EXTENSION_K = "sort or argsort"
 
 _INI = """[pytest]
 xfail_strict = true
@@ -105,13 +109,14 @@ def shipped(files=SORT_TESTS):
     """The test files' paths inside the installed pandas; a missing one is listed, with why."""
     root = pandas_dir()
     paths = [root / f for f in files]
-    missing = [str(p) for p in paths if not p.is_file()]
+    missing = [str(p) for p in paths if not p.exists()]
     return paths, missing
 
 
-def run(files, mode, workdir, *, select=None, disable=False):
+def run(files, mode, workdir, *, select=None, keyword=None, disable=False):
     """One pytest session in this process over `files` (relative to the pandas package) or
-    over the node ids in `select`; returns a SuiteRun. disable=True sets KWKER_DISABLE=1."""
+    over the node ids in `select`, the tests matching `keyword` (pytest's -k) when given;
+    returns a SuiteRun. disable=True sets KWKER_DISABLE=1."""
     if mode not in ("plain",) + MODES:
         raise ValueError(f"pandas_suite.run: mode must be plain, routed or stable, got {mode!r}")
     root = pandas_dir()
@@ -124,7 +129,8 @@ def run(files, mode, workdir, *, select=None, disable=False):
     if not targets:
         return SuiteRun(mode, 0, {}, {}, {})
     args = ["-c", str(ini), "--rootdir", str(site), "--confcutdir", str(site),
-            "-p", "no:cacheprovider", "-qq", "--tb=no", "-rN", "--no-header", *targets]
+            "-p", "no:cacheprovider", "-qq", "--tb=no", "-rN", "--no-header",
+            *(["-k", keyword] if keyword else []), *targets]
     recorder = _Recorder()
     router = PandasRouter(mode) if mode != "plain" else None
     env_before = os.environ.get("KWKER_DISABLE")
