@@ -1,10 +1,12 @@
 """kwker.frame: sort pandas, Polars and Dask frames with Kwker, following each library's rules.
 
-    kwker.frame.sort_values(obj, by=None, *, ascending=True, na_position="last",
+    kwker.frame.sort_values(obj, by, *, ascending=True, na_position="last",
                             ignore_index=False, key=None)        # pandas, = sort_values(kind="stable")
-    kwker.frame.arg_sort(obj, by=None, ...)                        # pandas row positions
+                                                  # (by left out for a Series; None is a label)
+    kwker.frame.arg_sort(obj, by, ...)                             # pandas row positions
     kwker.frame.sort_index(obj, *, level=None, ascending=True, na_position="last",
-                           ignore_index=False)                    # pandas, = sort_index(kind="stable")
+                           sort_remaining=True, ignore_index=False, key=None)
+                                                                  # pandas, = sort_index(kind="stable")
     kwker.frame.sort(df, by=None, *, descending=False, nulls_last=False)
                                       # Polars DataFrame / Series / LazyFrame, = sort(maintain_order=True)
     kwker.frame.dask.sort_values(ddf, by, **kw)                   # Dask's distributed sort, Kwker per partition
