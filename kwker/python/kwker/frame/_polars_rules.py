@@ -113,9 +113,10 @@ def flag_first_key(out, keys, descending):
     """Flags the result's first key column as Polars' sort does (in place; returns out)."""
     pl = _pl()
     for (name, s, is_column), desc in zip(keys, descending):
-        if s.dtype == pl.Null:
+        dtype = s.dtype
+        if dtype == pl.Null:
             continue                                  # an all-null key: every row ties
-        if is_column and not isinstance(s.dtype, pl.Categorical) and name in out.columns:
+        if is_column and not isinstance(dtype, pl.Categorical):
             idx = out.get_column_index(name)
             out.replace_column(idx, out.to_series(idx).set_sorted(descending=desc))
         return out
