@@ -95,7 +95,6 @@ class PandasRouter:
                     return original(*bound.args, **bound.kwargs)
                 return self._route(obj, name, given)
 
-        method.__kwker_routed__ = True
         return method
 
     def _route(self, obj, name, given):
