@@ -50,3 +50,15 @@ def test_strategy_script_runs_and_every_strategy_agrees():
     rows = [line for line in r.stdout.splitlines() if line.startswith("| ") and "---" not in line]
     assert rows[0].startswith("| keys | auto | lsd | per-key | packed | np.lexsort |")
     assert len(rows) == 5
+
+
+def test_before_after_script_compares_two_versions_of_kwker_frame():
+    root = DOC.parents[2]
+    if not (root / ".git").exists():
+        pytest.skip("kwker/bench/frame_before_after.py reads the before side from git history")
+    script = DOC.parents[1] / "bench" / "frame_before_after.py"
+    r = subprocess.run([sys.executable, str(script), "--before", "HEAD", "--n", "3000",
+                        "--repeats", "1"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| `frame/")]
+    assert len(rows) == 7 and all(line.count("|") == 10 for line in rows), r.stdout
