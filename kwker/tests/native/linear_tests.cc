@@ -238,6 +238,31 @@ void test_case(int mode, int64_t n, int64_t k, int64_t m, int64_t group, bool bi
   kwker_set_isa(nullptr);
 }
 
+// A "high" storage (exact blocks, float16) against KWKER_LINEAR_HIGH on the same float32
+// weights: the same bits on every engine, and every engine the first one's.
+void check_equals_high(int mode, Guarded &packed, Guarded &high, const std::vector<float> &x,
+                       int64_t m, int64_t k, int64_t n, const float *bias, int threads) {
+  std::vector<float> first;
+  for (const char *engine : g_engines) {
+    kwker_set_isa(engine);
+    const std::string where = std::string(engine) + " (kernel " + kwker_linear_kernel(mode, m) + ")";
+    std::vector<float> ye(size_t(m * n)), yf(size_t(m * n));
+    Guarded ge{size_t(m * n * 4)};
+    check(kwker_linear(mode, x.data(), m, k, packed.data(), n, 32, bias,
+                       reinterpret_cast<float *>(ge.data()), threads) == KWKER_OK, "run on " + where);
+    check(ge.intact(), "output red zone on " + where);
+    std::memcpy(ye.data(), ge.data(), ye.size() * 4);
+    check(kwker_linear(KWKER_LINEAR_HIGH, x.data(), m, k, high.data(), n, 32, bias, yf.data(),
+                       threads) == KWKER_OK, "float32 run on " + where);
+    check(std::memcmp(ye.data(), yf.data(), ye.size() * 4) == 0,
+          "equals KWKER_LINEAR_HIGH on the same float32 weights, bit for bit, on " + where);
+    if (first.empty()) first = ye;
+    else check(std::memcmp(first.data(), ye.data(), ye.size() * 4) == 0,
+               where + " equals the first engine bit for bit");
+  }
+  kwker_set_isa(nullptr);
+}
+
 // The exact-block "high" modes (HIGH_Q4 / HIGH_Q8): float32 weights that are exactly GGUF's
 // dequantised blocks, packed both as HIGH and in the exact-block mode, give the same bits on
 // every engine, decode rows and prompt rows (K chunks that start mid-block included).
@@ -302,26 +327,7 @@ void test_exact(int mode, int64_t n, int64_t k, int64_t m, bool bias, int thread
   for (auto &v : x) v = u(rng);
   if (m > 2) x[size_t(2 * k + k / 3)] = NAN;
   for (auto &v : b) v = u(rng);
-  std::vector<float> first;
-  for (const char *engine : g_engines) {
-    kwker_set_isa(engine);
-    const std::string where = std::string(engine) + " (kernel " + kwker_linear_kernel(mode, m) + ")";
-    std::vector<float> ye(size_t(m * n)), yf(size_t(m * n));
-    Guarded ge{size_t(m * n * 4)};
-    check(kwker_linear(mode, x.data(), m, k, pe.data(), n, 32, bias ? b.data() : nullptr,
-                       reinterpret_cast<float *>(ge.data()), threads) == KWKER_OK, "run on " + where);
-    check(ge.intact(), "output red zone on " + where);
-    std::memcpy(ye.data(), ge.data(), ye.size() * 4);
-    check(kwker_linear(KWKER_LINEAR_HIGH, x.data(), m, k, pf.data(), n, 32,
-                       bias ? b.data() : nullptr, yf.data(), threads) == KWKER_OK,
-          "float32 run on " + where);
-    check(std::memcmp(ye.data(), yf.data(), ye.size() * 4) == 0,
-          "equals KWKER_LINEAR_HIGH on the same float32 weights, bit for bit, on " + where);
-    if (first.empty()) first = ye;
-    else check(std::memcmp(first.data(), ye.data(), ye.size() * 4) == 0,
-               where + " equals the first engine bit for bit");
-  }
-  kwker_set_isa(nullptr);
+  check_equals_high(mode, pe, pf, x, m, k, n, bias ? b.data() : nullptr, threads);
 }
 
 // high_f16: float32 weights that are exactly float16 (subnormals, -0, the largest finite value
@@ -359,28 +365,8 @@ void test_f16(int64_t n, int64_t k, int64_t m, bool bias, int threads) {
   for (auto &v : x) v = u(rng);
   if (m > 2) x[size_t(2 * k + k / 3)] = NAN;
   for (auto &v : b) v = u(rng);
-  std::vector<float> first;
-  for (const char *engine : g_engines) {
-    kwker_set_isa(engine);
-    const std::string where = std::string(engine) + " (kernel " +
-                              kwker_linear_kernel(KWKER_LINEAR_HIGH_F16, m) + ")";
-    std::vector<float> yh(size_t(m * n)), yf(size_t(m * n));
-    Guarded gh{size_t(m * n * 4)};
-    check(kwker_linear(KWKER_LINEAR_HIGH_F16, x.data(), m, k, ph.data(), n, 32,
-                       bias ? b.data() : nullptr, reinterpret_cast<float *>(gh.data()),
-                       threads) == KWKER_OK, "run on " + where);
-    check(gh.intact(), "output red zone on " + where);
-    std::memcpy(yh.data(), gh.data(), yh.size() * 4);
-    check(kwker_linear(KWKER_LINEAR_HIGH, x.data(), m, k, pf.data(), n, 32,
-                       bias ? b.data() : nullptr, yf.data(), threads) == KWKER_OK,
-          "float32 run on " + where);
-    check(std::memcmp(yh.data(), yf.data(), yh.size() * 4) == 0,
-          "equals KWKER_LINEAR_HIGH on the same float32 weights, bit for bit, on " + where);
-    if (first.empty()) first = yh;
-    else check(std::memcmp(first.data(), yh.data(), yh.size() * 4) == 0,
-               where + " equals the first engine bit for bit");
-  }
-  kwker_set_isa(nullptr);
+  check_equals_high(KWKER_LINEAR_HIGH_F16, ph, pf, x, m, k, n, bias ? b.data() : nullptr,
+                    threads);
 }
 
 void test_errors() {

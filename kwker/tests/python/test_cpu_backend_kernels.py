@@ -146,6 +146,17 @@ def _gguf_linear(n, k, kind, seed=3):
     return lin
 
 
+def _same_bits_on_every_engine(layer, plain, x):
+    """layer(x) equals the float32-storage layer's result bit for bit on every engine; returns
+    the last engine's result."""
+    with kwker.config():
+        for e in ENGINES:
+            kwker.set_isa(e)
+            got, want = layer(x), plain(x)
+            assert torch.equal(got.view(torch.int32), want.view(torch.int32)), (e, layer.storage)
+    return got
+
+
 @pytest.mark.parametrize("kind", sorted(GGUF_KINDS))
 @pytest.mark.parametrize("n,k,m", [(1, 32, 1), (37, 96, 7), (64, 576, 2), (33, 1568, 40)])
 def test_exact_gguf_blocks_give_float32_results_bit_for_bit(kind, n, k, m):
@@ -160,11 +171,7 @@ def test_exact_gguf_blocks_give_float32_results_bit_for_bit(kind, n, k, m):
     w = lin.weight.detach()
     assert torch.equal(exact.dequantized_weight().view(torch.int32), w.view(torch.int32))
     x = torch.randn(m, k, generator=torch.Generator().manual_seed(11))
-    with kwker.config():
-        for e in ENGINES:
-            kwker.set_isa(e)
-            got, want = exact(x), plain(x)
-            assert torch.equal(got.view(torch.int32), want.view(torch.int32)), (e, kind)
+    got = _same_bits_on_every_engine(exact, plain, x)
     # And as float32, y agrees with torch's product to float32 summation error.
     torch.testing.assert_close(got, lin(x).detach(), rtol=1e-4, atol=1e-4)
     # The layer repacked as float32 storage computes the same.
@@ -221,11 +228,7 @@ def test_float16_weights_are_stored_as_float16_with_float32_results_bit_for_bit(
     w = lin.weight.detach()
     assert torch.equal(half.dequantized_weight().view(torch.int32), w.view(torch.int32))
     x = torch.randn(m, k, generator=torch.Generator().manual_seed(12))
-    with kwker.config():
-        for e in ENGINES:
-            kwker.set_isa(e)
-            got, want = half(x), plain(x)
-            assert torch.equal(got.view(torch.int32), want.view(torch.int32)), e
+    got = _same_bits_on_every_engine(half, plain, x)
     back = half.as_float32_storage()
     assert back.storage == "float32" and torch.equal(back(x), got)
 
