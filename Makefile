@@ -142,6 +142,7 @@ ifeq ($(BENCH_LLM_ISA),avx2)
 	  || { rm -rf $(LLAMA_AVX2) && CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_CUDA=OFF -DGGML_BLAS=OFF -DGGML_VULKAN=OFF" \
 	       $(PIP) install -q --no-cache-dir --no-deps --target $(LLAMA_AVX2) "llama-cpp-python==$(LLAMA_CPP_PYTHON)"; }
 	PYTHONPATH=$(LLAMA_AVX2) KWKER_ISA=avx2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
+	  TORCHINDUCTOR_CACHE_DIR=$(BUILD)/bench-llm-avx2/inductor \
 	  KWKER_CACHE_DIR=$(BUILD)/bench-llm-avx2/cache $(PY) -m kwker.bench.llm_llamacpp \
 	  --out $(BUILD)/bench-llm-avx2 --isa avx2 $(BENCH_LLM_ARGS)
 else ifeq ($(BENCH_LLM_ISA),native)

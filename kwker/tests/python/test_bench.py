@@ -236,6 +236,18 @@ def test_isa_avx2_holds_every_competitor(capfd):
     assert env["held"]["torch_libraries"] == {"ONEDNN_MAX_CPU_ISA": "AVX2",
                                               "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
     assert not any("library is not held" in n for n in env["held"]["not_held"])
+    # graphs compiled held to AVX2 stay out of the user's TorchInductor cache
+    assert env["held"]["torch_inductor_cache"].endswith("kwker-held-avx2")
+
+
+def test_a_held_run_keeps_its_own_inductor_cache(monkeypatch, tmp_path):
+    from kwker.bench import avx2, runner
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    env = runner.held_env("avx2")
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "kwker-held-avx2")
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    assert avx2.inductor_cache_dir("avx2").endswith("kwker-held-avx2")
+    assert avx2.inductor_cache_dir("avx2") != avx2.inductor_cache_dir("native")
 
 
 def test_an_unheld_torch_library_is_named_with_its_switch(monkeypatch):

@@ -159,6 +159,20 @@ def child_main():
 TORCH_LIBRARIES_AVX2 = {"ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 
 
+def inductor_cache_dir(isa, environ=None):
+    """The TorchInductor cache folder for a process whose torch is held to `isa`: one of its
+    own beside the user's (TORCHINDUCTOR_CACHE_DIR, or torch's default under the temporary
+    folder). TorchInductor's cache keys do not include ATEN_CPU_CAPABILITY: graphs compiled in a
+    run held to AVX2 were later loaded by ordinary processes of the same user, and one of them
+    (topk, softmax and gather of an 8 x 50,000 tensor, the benchmark's compile/topk-sampling)
+    then wrote past a tensor's end and glibc aborted the interpreter (torch 2.13)."""
+    import getpass
+    env = os.environ if environ is None else environ
+    base = env.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(
+        tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
+    return os.path.join(base, f"kwker-held-{isa}")
+
+
 def kwker_torch_held(isa, torch):
     """Kwker's engine and torch's CPU capability, and notes on whichever of the two is not held
     to `isa` (the reports of runs held to AVX2: python -m kwker bench --isa, make bench-llm)."""

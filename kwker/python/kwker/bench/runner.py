@@ -3,6 +3,7 @@ import argparse
 import gc
 import importlib
 import json
+import os
 import platform
 import sys
 import time
@@ -317,9 +318,12 @@ def held_env(isa):
     """The environment variables that hold every competitor to `isa` (only "avx2"): torch's
     own kernels through ATEN_CPU_CAPABILITY, and the libraries it calls through theirs (oneDNN
     runs torch's bfloat16 linear layers: without ONEDNN_MAX_CPU_ISA a [256, 576] x [576, 1536]
-    bfloat16 product ran AVX-512 BF16 in 1.6 ms on Zen 4, held to AVX2 in 16.7 ms)."""
+    bfloat16 product ran AVX-512 BF16 in 1.6 ms on Zen 4, held to AVX2 in 16.7 ms), and a
+    TorchInductor cache of the run's own (avx2.inductor_cache_dir: the user's cache must not
+    receive graphs compiled for another capability)."""
     return {"KWKER_ISA": "avx2", "NPY_DISABLE_CPU_FEATURES": avx2.DISABLE,
-            "ATEN_CPU_CAPABILITY": "avx2", **avx2.TORCH_LIBRARIES_AVX2, ISA_CHILD: isa}
+            "ATEN_CPU_CAPABILITY": "avx2", **avx2.TORCH_LIBRARIES_AVX2, ISA_CHILD: isa,
+            "TORCHINDUCTOR_CACHE_DIR": avx2.inductor_cache_dir(isa)}
 
 
 def _run_held(argv, isa):
@@ -349,6 +353,7 @@ def held(env_isa, mods):
     simd = avx2.numpy_simd()
     out, notes = avx2.kwker_torch_held(env_isa, mods.get("torch"))
     out.update({"isa": env_isa, "numpy_avx512": bool(simd.get("X86_V4")),
+                "torch_inductor_cache": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
                 "numpy_dispatch_found": simd.get("dispatch_found"),
                 "not_held": ["Polars and pandas (no run-time ISA switch; they run as installed)"]
                 + notes})
