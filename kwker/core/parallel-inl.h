@@ -5,11 +5,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+
+#include <sched.h>
 
 #include "core/engine.h"
 #include "core/engine_ns-inl.h"
 #include "core/memory-inl.h"
 #include "core/simd-inl.h"
+#include "core/vqsort-inl.h"
 #include "kwker/kwker.h"
 #include "runtime/scratch.h"
 #include "runtime/threads.h"
@@ -99,25 +103,32 @@ struct NoCheck {
   template <class K> bool operator()(const K *, size_t) const { return false; }
 };
 
+// Contention. From kSharedSortMin keys a sort on several threads shares its work out as threads
+// come free: the split pass in chunks of kSharedChunk keys claimed from one counter, and the
+// buckets cut further while a thread waits for work (sort_buckets_shared). With a fixed half per
+// thread, a thread whose CPU another process shares (or a worker woken late) held the call:
+// float32 1e7 on two threads beside a busy process took longer than on one thread. Below that
+// size the halves stay fixed: each hand-off is a chance to wait for the other thread, and at
+// 1e5-1e6 smaller pieces measured slower (design.md).
+constexpr size_t kSharedSortMin = size_t(1) << 21;
+constexpr size_t kSharedChunk = size_t(1) << 16;
+
 template <class K, class Get, class Check = NoCheck>
 bool two_way_split(CallCtx &ctx, size_t n, Get get, K *out, K s0, size_t *start,
                    Check check = Check()) {
   const int parts = ctx.threads > 1 ? 2 : 1;
+  const bool shared = parts > 1 && n >= kSharedSortMin;
   constexpr size_t kBlock = 1024;
   constexpr size_t kCap = kBlock + 2 * 64;  // room for the vector step's stray lanes
-  size_t left = 0, right = n;
+  size_t left = 0, right = n, next_chunk = 0;
   bool stopped[2] = {false, false};
-  auto task = [&](int t) {
-    size_t lo = chunk_begin(n, parts, t), hi = chunk_begin(n, parts, t + 1);
+  auto split_range = [&](size_t lo, size_t hi) {
     const Get g = get;  // a local copy: the key stores below cannot alias it, so they vectorise
     K keys[kBlock], buf[kCap];
     for (size_t b = lo; b < hi; b += kBlock) {
       size_t m = b + kBlock < hi ? kBlock : hi - b;
       for (size_t i = 0; i < m; ++i) keys[i] = g(b + i);
-      if (check(keys, m)) {
-        stopped[t] = true;
-        return;
-      }
+      if (check(keys, m)) return false;
       size_t nl;
       K *high;
       split_block(keys, m, s0, buf, kCap, nl, high);
@@ -126,6 +137,22 @@ bool two_way_split(CallCtx &ctx, size_t n, Get get, K *out, K s0, size_t *start,
       size_t r0 = __atomic_sub_fetch(&right, nh, __ATOMIC_RELAXED);
       memcpy(out + l0, buf, nl * sizeof(K));
       memcpy(out + r0, high, nh * sizeof(K));
+    }
+    return true;
+  };
+  auto task = [&](int t) {
+    if (!shared) {
+      stopped[t] = !split_range(chunk_begin(n, parts, t), chunk_begin(n, parts, t + 1));
+      return;
+    }
+    for (;;) {
+      const size_t lo = __atomic_fetch_add(&next_chunk, kSharedChunk, __ATOMIC_RELAXED);
+      if (lo >= n) return;
+      if (!split_range(lo, lo + kSharedChunk < n ? lo + kSharedChunk : n)) {
+        stopped[t] = true;
+        __atomic_store_n(&next_chunk, n, __ATOMIC_RELAXED);  // the other thread stops too
+        return;
+      }
     }
   };
   run_tasks(ctx, parts, task);
@@ -195,6 +222,74 @@ bool counted_split(CallCtx &ctx, size_t n, Get get, K *out, const K *split, int 
 }
 
 
+// The buckets out[start[b], start[b + 1]) of a split, sorted by the call's threads taking work
+// as they come free (see kSharedSortMin). A thread takes the largest range waiting; while it is
+// over the grain (n / (8 threads)) it partitions it in place around a sampled pivot (rounded up
+// by align, as the splitters are) and leaves the upper part for whoever comes free first, then
+// hands the rest to bucket_fn, which sorts and finishes ranges by position. Those partitions are
+// the passes the bucket's quicksort would have begun with, so an idle machine pays little for
+// them; a thread that another process keeps off its CPU now holds the call for one grain at
+// most, not for its half. Threads with nothing to take wait only while another may still leave
+// work, and yield their CPU while they do.
+template <class K, class BucketFn>
+void sort_buckets_shared(CallCtx &ctx, size_t n, K *out, const size_t *start, int T,
+                         BucketFn &bucket_fn, K align) {
+  using S = vq::Ops<K>;
+  constexpr int kMaxRanges = 8 * kMaxBuckets + 64;
+  struct Range {
+    size_t begin, len;
+  };
+  Range ranges[kMaxRanges];
+  int count = 0;
+  for (int b = 0; b < T; ++b)
+    if (start[b + 1] > start[b]) ranges[count++] = {start[b], start[b + 1] - start[b]};
+  const size_t grain_min = size_t(1) << 16;
+  size_t grain = n / (size_t(8) * size_t(ctx.threads));
+  if (grain < grain_min) grain = grain_min;
+  std::mutex mu;
+  int splitting = 0;  // threads holding a range they may still cut (and leave work from)
+  auto take = [&](Range &r) {  // the largest waiting range; false when none will come
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        if (count > 0) {
+          int best = 0;
+          for (int i = 1; i < count; ++i)
+            if (ranges[i].len > ranges[best].len) best = i;
+          r = ranges[best];
+          ranges[best] = ranges[--count];
+          ++splitting;
+          return true;
+        }
+        if (splitting == 0) return false;
+      }
+      sched_yield();
+    }
+  };
+  auto task = [&](int) {
+    Range r;
+    while (take(r)) {
+      K *a = out + r.begin;
+      size_t len = r.len;
+      while (len > grain) {
+        const K pivot = K(vq::choose_pivot<S>(a, len) | align);
+        const size_t m = vq::partition<S>(a, len, pivot);
+        if (m == 0 || m == len) break;  // one value (or one prefix) fills the range
+        std::lock_guard<std::mutex> lk(mu);
+        if (count == kMaxRanges) break;
+        ranges[count++] = {r.begin + m, len - m};
+        len = m;
+      }
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        --splitting;
+      }
+      bucket_fn(a, r.begin, len);
+    }
+  };
+  run_tasks(ctx, ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets, task);
+}
+
 // Sorts the n keys get(i) into out[0..n) with T = ctx.threads buckets:
 //   sample -> T-1 splitters -> per-thread bucket counts -> scatter -> per bucket
 //   bucket_fn(bucket_ptr, start, len), which sorts the bucket and finishes it (decode,
@@ -225,6 +320,12 @@ bool sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_
                                     : counted_split(ctx, n, get, out, split, T, start, check);
   if (!split_ok) return false;
 
+  if constexpr (sizeof(K) >= 4) {
+    if (ctx.threads > 1 && n >= kSharedSortMin) {
+      sort_buckets_shared(ctx, n, out, start, T, bucket_fn, align);
+      return true;
+    }
+  }
   auto sort_task = [&](int b) { bucket_fn(out + start[b], start[b], start[b + 1] - start[b]); };
   run_tasks(ctx, T, sort_task);
   return true;

@@ -193,6 +193,14 @@ void run_matrix() {
     if (dtype == KWKER_FLOAT32 || dtype == KWKER_INT64)
       for (int dist : {int(ref::kSorted), int(ref::kReversed)})
         test_1d(dtype, dist, 2200000, 0u, 2);
+    // From 2,097,152 keys the parallel sort shares its work out (core/parallel-inl.h,
+    // kSharedSortMin): the split in claimed chunks, the buckets cut further as threads come
+    // free, on two and three threads (three buckets through the counted split).
+    // float32: keys of 4 bytes, argsort packed with the index; int64: keys of 8 bytes, argsort
+    // with dropped key bits (splitters rounded to the end of their prefix).
+    if (dtype == KWKER_FLOAT32 || dtype == KWKER_INT64)
+      test_1d(dtype, int(ref::kUniform), 2100000, 0u, 2);
+    if (dtype == KWKER_FLOAT32) test_1d(dtype, int(ref::kUniform), 2100000, KWKER_DESCENDING, 3);
     for (const char *engine : g_engines) {
       kwker_set_isa(engine);
       g_where = std::string(engine) + " " + ref::dtype_name(dtype);
