@@ -147,10 +147,11 @@ void sort_coded_as(const Codec c, const typename Codec::T *src, typename Codec::
   }
 }
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 // Whether n float values hold no NaN and no -0.0 (which compares equal to 0.0 as a float):
 // then float comparisons order them exactly as their keys do. One masked pass over the input,
 // which is in cache for the sort anyway.
+#if defined(__AVX512F__)
 template <class U> bool floats_plain(const U *p, size_t n) {
   __mmask16 bad = 0;
   if constexpr (sizeof(U) == 4) {
@@ -172,6 +173,26 @@ template <class U> bool floats_plain(const U *p, size_t n) {
   }
   return bad == 0;
 }
+#else
+template <class U> bool floats_plain(const U *p, size_t n) {
+  static_assert(sizeof(U) == 8, "AVX2 compares float64 keys as floats only");
+  const double *d = reinterpret_cast<const double *>(p);  // U holds the values' bits
+  const __m256i neg_zero = _mm256_set1_epi64x(int64_t(0x8000000000000000ull));
+  __m256i bad = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256d v = _mm256_loadu_pd(d + i);
+    bad = _mm256_or_si256(bad, _mm256_castpd_si256(_mm256_cmp_pd(v, v, _CMP_UNORD_Q)));
+    bad = _mm256_or_si256(bad, _mm256_cmpeq_epi64(_mm256_castpd_si256(v), neg_zero));
+  }
+  bool any = !_mm256_testz_si256(bad, bad);
+  for (; i < n; ++i) {
+    const uint64_t b = uint64_t(p[i]);
+    any |= (b & 0x7FFFFFFFFFFFFFFFull) > 0x7FF0000000000000ull || b == 0x8000000000000000ull;
+  }
+  return !any;
+}
+#endif
 
 // Whether this thread's float comparisons see denormals as they are (MXCSR's DAZ bit clear).
 // DAZ is set by programs built with fast-math and by torch.set_flush_denormal(True); with it,
@@ -179,13 +200,24 @@ template <class U> bool floats_plain(const U *p, size_t n) {
 inline bool float_compares_exact() { return (_mm_getcsr() & 0x40u) == 0; }
 #endif
 
+// Float types this engine compares as floats: float32 and float64 on AVX-512, float64 on AVX2.
+template <class U> constexpr bool float_ops_for() {
+#if defined(__AVX512F__)
+  return sizeof(U) >= 4;
+#elif defined(__AVX2__)
+  return sizeof(U) == 8;
+#else
+  return false;
+#endif
+}
+
 // Whether n keys of a float codec may sort compared as floats on this engine (the values still
 // have to pass floats_plain): from the measured knob sort_float_min_32 / _64 up to
 // sort_float_max_32 / _64 keys (min 0: never). Where that pays depends on the core: the float
 // min / max have the longer latency on Intel, the shorter on AMD's Zen (core/tuning-inl.h).
 template <class Codec> bool floats_as_floats(size_t n) {
-#if defined(__AVX512F__)
-  if constexpr (Codec::kNanPayload && sizeof(typename Codec::T) >= 4) {
+#if defined(__AVX512F__) || defined(__AVX2__)
+  if constexpr (Codec::kNanPayload && float_ops_for<typename Codec::T>()) {
     constexpr bool k32 = sizeof(typename Codec::T) == 4;
     const size_t lo = size_t(tuned(k32 ? tune::kSortFloatMin32 : tune::kSortFloatMin64));
     const size_t hi = size_t(tuned(k32 ? tune::kSortFloatMax32 : tune::kSortFloatMax64));
@@ -201,9 +233,9 @@ template <class Codec> bool floats_as_floats(size_t n) {
 // Descending keeps the integer keys here: the networks have no cheap reversal.
 template <class Codec>
 bool sort_coded(const Codec c, const typename Codec::T *src, typename Codec::T *dst, size_t n) {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
   using U = typename Codec::T;
-  if constexpr (Codec::kNanPayload && sizeof(U) >= 4) {
+  if constexpr (Codec::kNanPayload && float_ops_for<U>()) {
     if (c.flip == 0 && floats_as_floats<Codec>(n) && floats_plain(src, n)) {
       using F = typename std::conditional<sizeof(U) == 4, float, double>::type;
       sort_coded_as<vq::FOps<F>>(c, src, dst, n);

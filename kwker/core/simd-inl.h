@@ -758,6 +758,68 @@ template <> struct Ops<int64_t> {
   }
 };
 
+// float64 keys compared as floats (see the AVX-512 FOps): vminpd / vmaxpd are one instruction
+// each, where the int64 keys' min / max take a vpcmpgtq and two blends on AVX2. float32 keeps
+// its integer keys here (vpminsd / vpmaxsd exist).
+template <class T> struct FOps;
+template <> struct FOps<double> {
+  using T = double;
+  using Key = T;
+  using V = __m256d;
+  static constexpr size_t W = 4;
+  static constexpr size_t kUnroll = 6;
+  static constexpr size_t kMaxVecs = 16;
+
+  static KWKER_VQ_INLINE V load(const T* p) { return _mm256_loadu_pd(p); }
+  static KWKER_VQ_INLINE void store(T* p, V v) { _mm256_storeu_pd(p, v); }
+  static KWKER_VQ_INLINE V set1(T x) { return _mm256_set1_pd(x); }
+  static KWKER_VQ_INLINE V load_partial(const T* p, size_t n) {
+    const __m256i m = Ops<int64_t>::first_lanes(n);
+    return _mm256_blendv_pd(set1(Limits<T>::kMax), _mm256_maskload_pd(p, m),
+                            _mm256_castsi256_pd(m));
+  }
+  static KWKER_VQ_INLINE void store_partial(T* p, V v, size_t n) {
+    _mm256_maskstore_pd(p, Ops<int64_t>::first_lanes(n), v);
+  }
+  static KWKER_VQ_INLINE void minmax(V a, V b, V& mn, V& mx) {
+    mn = _mm256_min_pd(a, b);
+    mx = _mm256_max_pd(a, b);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V perm_xor(V v) {
+    if constexpr (M == 1) return _mm256_permute_pd(v, 0x5);
+    else if constexpr (M == 2) return _mm256_permute4x64_pd(v, 0x4E);
+    else return _mm256_permute4x64_pd(v, 0x1B);  // M == 3
+  }
+  // Lanes whose index has bit H set (the upper lane of each compared pair), as a blend mask.
+  template <unsigned M> static constexpr int upper_imm() {
+    constexpr unsigned H = highest_bit(M);
+    return ((0 & H) ? 1 : 0) | ((1 & H) ? 2 : 0) | ((2 & H) ? 4 : 0) | ((3 & H) ? 8 : 0);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V cx_lanes(V v) {
+    const V w = perm_xor<M>(v);
+    return _mm256_blend_pd(_mm256_min_pd(v, w), _mm256_max_pd(v, w), upper_imm<M>());
+  }
+  static constexpr bool kTransposedNetwork = true;
+  static KWKER_VQ_INLINE void transpose_square(V* v) { transposed<4>(v, transpose_4x4_epi64); }
+  static KWKER_VQ_INLINE void transpose_half(V* v) { transposed<2>(v, transpose_2x4_epi64); }
+  template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {  // see Ops<int64_t>
+    const V bp = perm_xor<M>(b);
+    const V mn = _mm256_min_pd(a, bp), mx = _mm256_max_pd(a, bp);
+    a = _mm256_blend_pd(mn, mx, upper_imm<M>());
+    b = perm_xor<M>(_mm256_blend_pd(mx, mn, upper_imm<M>()));
+  }
+
+ private:
+  template <size_t N, class Fn> static KWKER_VQ_INLINE void transposed(V* v, Fn transpose) {
+    __m256i r[N];
+#pragma GCC unroll 4
+    for (size_t i = 0; i < N; ++i) r[i] = _mm256_castpd_si256(v[i]);
+    transpose(r);
+#pragma GCC unroll 4
+    for (size_t i = 0; i < N; ++i) v[i] = _mm256_castsi256_pd(r[i]);
+  }
+};
+
 #elif defined(__SSE4_2__)
 // ---------------------------------------------------------------------------
 // SSE4.2: 128-bit vectors; pshufb with a 16-entry table for the partition; int64
