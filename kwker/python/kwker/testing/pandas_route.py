@@ -14,7 +14,8 @@ and for argsort no `order` or `stable`. Every other call (axis=1, kind="mergesor
 pandas refuses to bind) goes to pandas' own method unchanged. inplace=True is emulated as
 pandas does it: pandas' own deprecation warning for the keyword, then the result is assigned
 into the object (pandas' _update_inplace) and None returned. Calls made while kwker.frame
-runs (its KWKER_DISABLE=1 path, its probes) go to pandas' own methods.
+runs (its probes) go to pandas' own methods. Under KWKER_DISABLE=1 the router, like every
+install(), routes nothing: pandas' methods stay as they are.
 
 Mode "stable" routes the same calls to pandas' own method with kind="stable" instead: what a
 test sees from a stable sort without Kwker, which tells a test that depends on the tie order
@@ -51,6 +52,13 @@ class PandasRouter:
 
     def __enter__(self):
         import pandas as pd
+        from kwker import _integrations
+        # The routing is a drop-in's install(): under KWKER_DISABLE=1 it installs nothing, so a
+        # routed run is the plain run, call for call (kwker.frame's own disabled path, pandas'
+        # stable sort, would change the tie order of pandas' unstable default).
+        self.installed = not (self.mode == "routed" and _integrations.disabled())
+        if not self.installed:
+            return self
         for cls_name, name in METHODS:
             cls = getattr(pd, cls_name)
             original = cls.__dict__[name]
