@@ -4,10 +4,15 @@ The torch operators' self-check results (kwker.torch_ops) and the torch.compile 
 choices (kwker.dynamo) live here, default ~/.cache/kwker (under $XDG_CACHE_HOME when set).
 Files are JSON, written to a temporary name and renamed into place, so a reader never sees a
 half-written file; a file that does not parse is reported to the caller, which rebuilds it.
+
+The folders Kwker creates are private (0700) and its files 0600: the CPU backend loads the
+decoder packages it compiles here into the process, so whoever can write them can run code in
+every process that uses it. Code is loaded only from a folder and a file that untrusted() passes.
 """
 import hashlib
 import json
 import os
+import stat
 import tempfile
 
 ENV = "KWKER_CACHE_DIR"
@@ -25,13 +30,35 @@ def root():
 def folder(name, base=None):
     """root()/name (or base/name), created on first use. A path that exists as a file or cannot
     be created raises OSError naming the variable to change."""
-    path = os.path.join(base or root(), name)
+    top = base or root()
+    path = os.path.join(top, name)
     try:
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(top, mode=0o700, exist_ok=True)   # the mode applies to folders it creates
+        os.makedirs(path, mode=0o700, exist_ok=True)
     except OSError as e:
         raise OSError(f"kwker: cannot create the cache folder {path!r} ({e.strerror or e}); "
                       f"set {ENV} to a writable folder") from e
     return path
+
+
+def untrusted(path):
+    """None when path (a folder or a file) is one to load code from: not a symbolic link, owned
+    by this user and writable by no one else. Otherwise why not, in words that name the fix."""
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        return f"{path} cannot be examined ({e.strerror or e})"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symbolic link"
+    uid = os.getuid()
+    if st.st_uid != uid:
+        return f"{path} belongs to uid {st.st_uid}, not to this user (uid {uid})"
+    if st.st_mode & 0o022:
+        who = " and ".join(w for w, bit in (("its group", 0o020), ("everyone", 0o002))
+                           if st.st_mode & bit)
+        return (f"{path} is writable by {who} (mode {stat.S_IMODE(st.st_mode):o}; "
+                f"chmod go-w {path})")
+    return None
 
 
 def digest(obj):

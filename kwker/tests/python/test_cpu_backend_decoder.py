@@ -397,3 +397,47 @@ def test_mixed_storage_projections_run_the_fused_step_as_float32():
     ref_seq, ref_sc = scores(model)
     assert torch.equal(seq, ref_seq)
     torch.testing.assert_close(sc, ref_sc, rtol=1e-4, atol=1e-4)
+
+
+def _private(path):
+    return os.stat(path).st_mode & 0o077 == 0
+
+
+def test_the_package_cache_is_private_and_a_library_not_ours_is_rebuilt(tmp_path, monkeypatch):
+    """Decoder packages are code loaded into the process: the cache folder and its files are
+    the user's alone (0700 / owner-only), and a library there that another user owns is
+    rebuilt, not loaded."""
+    monkeypatch.setenv("KWKER_CACHE_DIR", str(tmp_path / "cache"))
+    model = tiny(seed=8)
+    first = cb.optimize(model, "high")
+    key = first._kwker_decoder.info["key"]
+    folder = tmp_path / "cache" / "decoder"
+    so, manifest = folder / f"{key}.so", folder / f"{key}.json"
+    assert _private(tmp_path / "cache") and _private(folder)
+    assert _private(so) and _private(manifest)
+    if os.getuid() != 0:
+        return  # giving a file to another user needs root
+    os.chown(so, 4321, -1)
+    _package._loaded.pop(str(so))
+    before = _package.stats()["rebuilt"]
+    with pytest.warns(RuntimeWarning, match="unusable.*belongs to uid 4321.*rebuilding"):
+        again = cb.optimize(model, "high")
+    assert _package.stats()["rebuilt"] == before + 1
+    assert os.stat(so).st_uid == os.getuid() and _private(so)
+    assert torch.equal(gen(again), gen(first))
+
+
+def test_a_cache_folder_others_can_write_loads_no_code(tmp_path, monkeypatch):
+    folder = tmp_path / "shared" / "decoder"
+    folder.mkdir(parents=True)
+    folder.chmod(0o777)
+    monkeypatch.setenv("KWKER_CACHE_DIR", str(tmp_path / "shared"))
+    _package._warned.discard(str(folder))
+    model = tiny(seed=9)
+    with pytest.warns(RuntimeWarning, match=r"cannot hold code.*writable by its group and "
+                                            r"everyone.*chmod 700"):
+        fast = cb.optimize(model, "high")
+    info = fast._kwker_decoder.info
+    assert info["kind"] == "generic" and "KWKER_CACHE_DIR" in info["reason"]
+    assert list(folder.iterdir()) == []          # nothing compiled into it
+    assert torch.equal(gen(fast), gen(cb.optimize(tiny(seed=9), "high", decoder="generic")))

@@ -30,6 +30,7 @@ SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "inter", "v
 _stats = {"compiled": 0, "loaded": 0, "generic": 0, "rebuilt": 0, "compile_seconds": 0.0,
           "last": None}
 _loaded = {}
+_warned = set()  # cache folders refused, warned about once per process
 
 
 def stats():
@@ -134,6 +135,7 @@ def _build(cmd, desc, so_path):
         if run.returncode != 0:
             raise OSError(f"the compiler failed ({' '.join(cmd)} exit {run.returncode}): "
                           f"{(run.stderr or run.stdout).strip()[-800:]}")
+        os.chmod(tmp, 0o700)   # the linker creates its output with the umask's mode
         os.replace(tmp, so_path)
     except BaseException:
         if os.path.exists(tmp):
@@ -151,6 +153,16 @@ def load(shapes, engine, cache_dir=None, generic_only=False):
         return _generic(why)
     key, desc = package_key(shapes, engine)
     folder = _cache.folder("decoder", cache_dir)
+    unsafe = _cache.untrusted(folder)
+    if unsafe:
+        # Another user could put a library here: nothing is compiled into or loaded from it.
+        why = (f"the decoder cache folder cannot hold code this process loads: {unsafe}; make "
+               f"it private (chmod 700 {folder}) or set {_cache.ENV} to a folder of your own, "
+               "so the generic decode step runs")
+        if folder not in _warned:
+            _warned.add(folder)
+            warnings.warn(f"kwker.cpu_backend: {why}", RuntimeWarning, stacklevel=3)
+        return _generic(why)
     so_path = os.path.join(folder, key + ".so")
     if so_path in _loaded:
         _stats["loaded"] += 1
@@ -159,6 +171,9 @@ def load(shapes, engine, cache_dir=None, generic_only=False):
     manifest, bad = _cache.read_json(man_path)
     if manifest is not None and os.path.exists(so_path):
         try:
+            unsafe = _cache.untrusted(so_path)
+            if unsafe:
+                raise OSError(f"not loaded: {unsafe}")
             if manifest.get("sha256") != _sha(so_path) or manifest.get("desc") != desc:
                 raise OSError("its manifest does not match the library")
             lib = _bind(ctypes.CDLL(so_path))
