@@ -42,19 +42,20 @@ template <class Codec> struct AmbiguousKeys {
   bool any(K k) const { return kAll || (Codec::kNanPayload && (k == zero || k == nan)); }
 };
 
-// Decodes the keys of m packed words into values and replaces each word by its index (mask):
-// key_of(word vector) gives the key lanes. Returns whether any key was ambiguous. Written with
-// GCC vectors of 8 lanes: the compiler did not vectorise the plain loop (a 64- to 32-bit
-// narrowing next to the codec's masks), which doubled the time of a 1,000-element pair sort.
-// Lanes per step: one register of 64-bit words. Eight on AVX-512; four elsewhere, where GCC
-// split vectors of eight words through the stack (store-forwarding stalls: the decode took 1.5 us
-// of a 5 us sort of 1,000 float32 pairs on AVX2).
+// Lanes per decode step: one register of 64-bit words. Eight on AVX-512; four elsewhere, where
+// GCC split vectors of eight words through the stack (store-forwarding stalls: the decode took
+// 1.5 us of a 5 us sort of 1,000 float32 pairs on AVX2).
 #if defined(__AVX512F__)
 constexpr size_t kDecodeLanes = 8;
 #else
 constexpr size_t kDecodeLanes = 4;
 #endif
 
+// Decodes the keys of m packed words into values and replaces each word by its index (mask):
+// key_of(word vector) gives the key lanes. Returns whether any key was ambiguous. Written with
+// GCC vectors of kDecodeLanes lanes: the compiler did not vectorise the plain loop (a 64- to
+// 32-bit narrowing next to the codec's masks), which doubled the time of a 1,000-element pair
+// sort.
 template <class Codec, class W, class KeyOf>
 bool decode_words(const Codec c, W *q, typename Codec::T *v, size_t m, W mask, KeyOf key_of) {
   using K = typename Codec::K;

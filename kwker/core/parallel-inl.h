@@ -112,12 +112,15 @@ struct NoCheck {
 // 1e5-1e6 smaller pieces measured slower (design.md).
 constexpr size_t kSharedSortMin = size_t(1) << 21;
 constexpr size_t kSharedChunk = size_t(1) << 16;
+inline bool shares_work(const CallCtx &ctx, size_t n) {
+  return ctx.threads > 1 && n >= kSharedSortMin;
+}
 
 template <class K, class Get, class Check = NoCheck>
 bool two_way_split(CallCtx &ctx, size_t n, Get get, K *out, K s0, size_t *start,
                    Check check = Check()) {
   const int parts = ctx.threads > 1 ? 2 : 1;
-  const bool shared = parts > 1 && n >= kSharedSortMin;
+  const bool shared = shares_work(ctx, n);
   constexpr size_t kBlock = 1024;
   constexpr size_t kCap = kBlock + 2 * 64;  // room for the vector step's stray lanes
   size_t left = 0, right = n, next_chunk = 0;
@@ -321,7 +324,7 @@ bool sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_
   if (!split_ok) return false;
 
   if constexpr (sizeof(K) >= 4) {
-    if (ctx.threads > 1 && n >= kSharedSortMin) {
+    if (shares_work(ctx, n)) {
       sort_buckets_shared(ctx, n, out, start, T, bucket_fn, align);
       return true;
     }

@@ -67,6 +67,18 @@ template <> struct Limits<double> {
   static constexpr double kMin = -__builtin_inf(), kMax = __builtin_inf();
 };
 
+// The float keys' transposes (FOps below) are the integer ones on the same bits: I is the
+// integer register type the transpose takes.
+template <size_t N, class V, class I>
+KWKER_VQ_INLINE void transpose_bits(V* v, void (*transpose)(I*)) {
+  I r[N];
+#pragma GCC unroll 16
+  for (size_t i = 0; i < N; ++i) r[i] = (I)v[i];
+  transpose(r);
+#pragma GCC unroll 16
+  for (size_t i = 0; i < N; ++i) v[i] = (V)r[i];
+}
+
 // Bit mask of the lanes l < lanes with (l & H) != 0: the "upper" lane of every pair
 // (l, l ^ M) when H is the highest set bit of M.
 constexpr uint32_t upper_lanes(unsigned lanes, unsigned H) {
@@ -443,16 +455,6 @@ template <> struct Ops<int64_t> {
 // denormals compared as they are (MXCSR's DAZ clear); see floats_plain() in coded-inl.h.
 template <class T> struct FOps;
 
-// The float keys' transposes are the integer ones on the same bits.
-template <size_t N, class V, class Fn> KWKER_VQ_INLINE void transpose_bits(V* v, Fn transpose) {
-  __m512i r[N];
-#pragma GCC unroll 16
-  for (size_t i = 0; i < N; ++i) r[i] = (__m512i)v[i];
-  transpose(r);
-#pragma GCC unroll 16
-  for (size_t i = 0; i < N; ++i) v[i] = (V)r[i];
-}
-
 template <> struct FOps<float> {
   using T = float;
   using Key = T;
@@ -815,23 +817,13 @@ template <> struct FOps<double> {
     return _mm256_blend_pd(_mm256_min_pd(v, w), _mm256_max_pd(v, w), upper_imm<M>());
   }
   static constexpr bool kTransposedNetwork = true;
-  static KWKER_VQ_INLINE void transpose_square(V* v) { transposed<4>(v, transpose_4x4_epi64); }
-  static KWKER_VQ_INLINE void transpose_half(V* v) { transposed<2>(v, transpose_2x4_epi64); }
+  static KWKER_VQ_INLINE void transpose_square(V* v) { transpose_bits<4>(v, transpose_4x4_epi64); }
+  static KWKER_VQ_INLINE void transpose_half(V* v) { transpose_bits<2>(v, transpose_2x4_epi64); }
   template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {  // see Ops<int64_t>
     const V bp = perm_xor<M>(b);
     const V mn = _mm256_min_pd(a, bp), mx = _mm256_max_pd(a, bp);
     a = _mm256_blend_pd(mn, mx, upper_imm<M>());
     b = perm_xor<M>(_mm256_blend_pd(mx, mn, upper_imm<M>()));
-  }
-
- private:
-  template <size_t N, class Fn> static KWKER_VQ_INLINE void transposed(V* v, Fn transpose) {
-    __m256i r[N];
-#pragma GCC unroll 4
-    for (size_t i = 0; i < N; ++i) r[i] = _mm256_castpd_si256(v[i]);
-    transpose(r);
-#pragma GCC unroll 4
-    for (size_t i = 0; i < N; ++i) v[i] = _mm256_castsi256_pd(r[i]);
   }
 };
 

@@ -159,7 +159,7 @@ def child_main():
 TORCH_LIBRARIES_AVX2 = {"ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 
 
-def inductor_cache_dir(isa, environ=None):
+def inductor_cache_dir(isa):
     """The TorchInductor cache folder for a process whose torch is held to `isa`: one of its
     own beside the user's (TORCHINDUCTOR_CACHE_DIR, or torch's default under the temporary
     folder). TorchInductor's cache keys do not include ATEN_CPU_CAPABILITY: graphs compiled in a
@@ -167,8 +167,7 @@ def inductor_cache_dir(isa, environ=None):
     (topk, softmax and gather of an 8 x 50,000 tensor, the benchmark's compile/topk-sampling)
     then wrote past a tensor's end and glibc aborted the interpreter (torch 2.13)."""
     import getpass
-    env = os.environ if environ is None else environ
-    base = env.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(
+    base = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(
         tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
     return os.path.join(base, f"kwker-held-{isa}")
 

@@ -56,8 +56,7 @@ class PandasRouter:
         # The routing is a drop-in's install(): under KWKER_DISABLE=1 it installs nothing, so a
         # routed run is the plain run, call for call (kwker.frame's own disabled path, pandas'
         # stable sort, would change the tie order of pandas' unstable default).
-        self.installed = not (self.mode == "routed" and _integrations.disabled())
-        if not self.installed:
+        if self.mode == "routed" and _integrations.disabled():
             return self
         for cls_name, name in METHODS:
             cls = getattr(pd, cls_name)
