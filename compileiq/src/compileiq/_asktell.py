@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from ._batches import Batch, PendingBaseline, PendingTrial, Told
 from .backends import BackendCandidate
 from .errors import ConfigurationError, SearchSpaceExhaustedError
 from .utils.validation import BASELINE_CONFIG, Score
@@ -29,44 +30,39 @@ class AskTell:
     # -- shared bookkeeping ---------------------------------------------------------------------------
     def _issue(self, genos: list) -> list[Candidate]:
         """New candidates for ``genos``: ids, pending entries and one batch."""
+        params = [self.space.decode(g) for g in genos]
         b = self._next_batch
         self._next_batch += 1
-        batch = {"genos": list(genos), "ids": [], "scores": {}, "generation": self._generation}
-        self._batches[b] = batch
-        out = []
-        for g in genos:
-            pid = self._next_id
-            self._next_id += 1
-            p = self.space.decode(g)
-            self._pending[pid] = (g, p, b)
-            batch["ids"].append(pid)
-            out.append(Candidate(pid, p))
-        return out
+        ids = list(range(self._next_id, self._next_id + len(genos)))
+        self._next_id += len(genos)
+        self._batches[b] = Batch(self._generation, list(genos), ids)
+        for pid, g, p in zip(ids, genos, params):
+            self._pending[pid] = PendingTrial(p, b, g)
+        return [Candidate(pid, p) for pid, p in zip(ids, params)]
 
-    def _settle(self, scores: list[Score], rows: dict | None = None, track: bool = True) -> list[list[Score]]:
-        """Mark ``scores`` told; tell the engine every batch now complete; the completed batches' Scores.
+    def _settle(self, told: list[Told], track: bool = True) -> list[list[Score]]:
+        """Mark ``told`` told; tell the engine every batch now complete; the completed batches' scored Scores.
 
         ``track``: report each completed batch to the tracker (ask/tell; start() reports its own)."""
-        for s in scores:
-            entry = self._pending.pop(s.param_id, None)
-            if entry is None or entry[2] < 0:
-                continue
-            self._batches[entry[2]]["scores"][s.param_id] = (s, (rows or {}).get(s.param_id))
+        for t in told:
+            entry = self._pending.pop(t.score.param_id, None)
+            if isinstance(entry, PendingTrial):  # the baseline belongs to no batch
+                self._batches[entry.batch].told[t.score.param_id] = t
         completed = []
         for b in sorted(self._batches):
             batch = self._batches[b]
-            if len(batch["scores"]) < len(batch["ids"]):
+            if not batch.complete:
                 continue
             if self.search_config.normalize and self._baseline is None:
                 continue  # normalised scores need the baseline first
-            told = [batch["scores"][i][0] for i in batch["ids"]]
-            self.engine.tell(batch["genos"], [None if s.failure == "discarded" else self._oriented(s) for s in told])
+            members = batch.in_ask_order()
+            self.engine.tell(batch.genotypes, [None if t.is_discarded else self._oriented(t.score) for t in members])
             del self._batches[b]
             self._generation += 1
-            done = [s for s in told if s.failure != "discarded"]
+            done = [t.score for t in members if not t.is_discarded]
             completed.append(done)
             if track:
-                self._tracking.batch(batch["generation"], done, self.k)
+                self._tracking.batch(batch.generation, done, self.k)
         return completed
 
     # -- ask ------------------------------------------------------------------------------------------
@@ -88,13 +84,13 @@ class AskTell:
                                          engine=self.engine_options["engine"])
         out: list[Candidate] = []
         if self.search_config.normalize and self._baseline is None and BASELINE_ID not in self._pending:
-            self._pending[BASELINE_ID] = (None, BASELINE_CONFIG, -1)
+            self._pending[BASELINE_ID] = PendingBaseline()
             out.append(Candidate(BASELINE_ID, BASELINE_CONFIG))
         want = self.search_config.pool_size if num_samples is None else num_samples
         while self._resubmit and want > 0:
             pid = self._resubmit.pop(0)
             if pid in self._pending:
-                out.append(Candidate(pid, self._pending[pid][1]))
+                out.append(Candidate(pid, self._pending[pid].params))
                 want -= 1
         if want > 0:
             genos = self.engine.ask(want)
@@ -109,7 +105,7 @@ class AskTell:
     @property
     def pending_candidates(self) -> list[Candidate]:
         """Asked and not yet told, in ask order."""
-        return [Candidate(pid, p) for pid, (_, p, _) in self._pending.items()]
+        return [Candidate(pid, entry.params) for pid, entry in self._pending.items()]
 
     # -- evaluate -------------------------------------------------------------------------------------
     def evaluate(self, candidates: Iterable, num_workers: int | None = None, task_timeout: float | None = None,
@@ -180,33 +176,33 @@ class AskTell:
         items = self._told_items(scores)
         built = []
         for pid, value, given in items:  # every check first: a bad entry must not leave half a tell behind
-            s = given if given is not None else Score(value, pid, self._pending[pid][1], self.k)
+            s = given if given is not None else Score(value, pid, self._pending[pid].params, self.k)
             built.append((pid, s))
         built.sort(key=lambda it: it[0] != BASELINE_ID)  # the baseline first: later scores divide by it
-        rows, settled, completed = {}, [], []
+        settled, completed = [], []
         for pid, s in built:
-            s.params = self._pending[pid][1]
+            entry = self._pending[pid]
+            s.params = entry.params
             s.param_id = pid
-            if pid == BASELINE_ID:
+            if entry.is_baseline:
                 self._check_baseline(s)
                 self._pending.pop(pid)
                 s.is_baseline = True
                 s.norm_score = Worker.normalize_scores(s.score, s.score)
                 self._rows.append(self._row(s, self._generation))
                 for batch in self._batches.values():  # scores told before the baseline: normalise them now
-                    for told, row in batch["scores"].values():
-                        told.norm_score = Worker.normalize_scores(told.score, s.score)
-                        if row is not None:
-                            row.update(self._row(told, batch["generation"]))
+                    for t in batch.told.values():
+                        t.score.norm_score = Worker.normalize_scores(t.score.score, s.score)
+                        if t.row is not None:
+                            t.row.update(self._row(t.score, batch.generation))
                 completed.append([])
                 continue
             if self.search_config.normalize and self._baseline is not None:
                 s.norm_score = Worker.normalize_scores(s.score, self._baseline.score)
-            row = self._row(s, self._batches[self._pending[pid][2]]["generation"])
-            rows[pid] = row
+            row = self._row(s, self._batches[entry.batch].generation)
             self._rows.append(row)
-            settled.append(s)
-        completed += self._settle(settled, rows)
+            settled.append(Told(s, row))
+        completed += self._settle(settled)
         if completed:  # once per finished batch: telling scores one by one must not rewrite the CSV each time
             self._dump()
         self._checks.after_batch(on_stop=self._dump)

@@ -28,6 +28,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ._batches import Batch, Pending, PendingBaseline, PendingTrial, Told
 from .errors import CheckpointError, ConfigurationError
 
 FORMAT = "compileiq-open-checkpoint-v1"
@@ -59,6 +60,38 @@ def _score_from(d: dict | None, k: int):
     if d["norm_score"] is not None:
         s.norm_score = d["norm_score"][0] if k == 1 else tuple(d["norm_score"])
     return s
+
+
+# How the file marks the baseline's pending entry: it belongs to no batch. The in-memory record is
+# PendingBaseline (_batches.py); the number stays in the file so that every v1 checkpoint loads.
+_BASELINE_BATCH = -1
+
+
+def _pending_state(param_id, entry: Pending) -> dict:
+    batch = _BASELINE_BATCH if entry.is_baseline else entry.batch
+    return {"param_id": param_id, "params": entry.params, "batch": batch}
+
+
+def _pending_from(d: dict, batches: dict[int, Batch]) -> Pending:
+    if d["batch"] == _BASELINE_BATCH:
+        return PendingBaseline()
+    batch = batches[d["batch"]]  # a pending trial's batch is never complete, so the file still holds it
+    return PendingTrial(d["params"], d["batch"], batch.genotype_of(d["param_id"]))
+
+
+def _batch_state(batch: Batch) -> dict:
+    return {"genos": [list(g) for g in batch.genotypes], "ids": batch.ids, "generation": batch.generation,
+            "told": {str(pid): _score_state(t.score) for pid, t in batch.told.items()}}
+
+
+def _batch_from(d: dict, k: int, rows_by_id: dict) -> Batch:
+    """A batch as saved; each told member gets back its results row (the same dict as in the ledger, so
+    a baseline told after the restore still rewrites it) and, if it was discarded, its outcome."""
+    batch = Batch(d["generation"], [tuple(g) for g in d["genos"]], d["ids"])
+    for sd in d["told"].values():
+        s = _score_from(sd, k)
+        batch.told[s.param_id] = Told.restored(s, rows_by_id.get(s.param_id))
+    return batch
 
 
 def read_checkpoint(path) -> dict:
@@ -100,10 +133,8 @@ class CheckpointMixin:
     def _checkpoint_payload(self) -> dict:
         from .engines.state import dump_state
         self._check_checkpointable()
-        batches = {str(b): {"genos": [list(g) for g in v["genos"]], "ids": v["ids"], "generation": v["generation"],
-                            "told": {str(pid): _score_state(s) for pid, (s, _) in v["scores"].items()}}
-                   for b, v in self._batches.items()}
-        pending = [{"param_id": pid, "params": p, "batch": b} for pid, (_, p, b) in self._pending.items()]
+        batches = {str(b): _batch_state(v) for b, v in self._batches.items()}
+        pending = [_pending_state(pid, entry) for pid, entry in self._pending.items()]
         worker = self.worker_type
         return {
             "engine": getattr(self.engine, "name", type(self.engine).__name__),
@@ -174,34 +205,16 @@ class CheckpointMixin:
         self._next_id = payload["next_id"]
         self._generation = payload["generation"]
         self._next_batch = payload["next_batch"]
-        self._batches = {}
-        by_row = {}
-        for row in self._rows:
-            from .utils.validation import metadata_dict
-            by_row[metadata_dict(row.get("metadata")).get("param_id")] = row
-        for b, v in payload["batches"].items():
-            told = {}
-            for pid, sd in v["told"].items():
-                s = _score_from(sd, k)
-                told[s.param_id] = (s, by_row.get(s.param_id))
-            self._batches[int(b)] = {"genos": [tuple(g) for g in v["genos"]], "ids": v["ids"],
-                                     "generation": v["generation"], "scores": told}
-        self._pending = {}
-        for entry in payload["pending"]:
-            b = entry["batch"]
-            geno = None
-            if b >= 0:
-                batch = self._batches[b]
-                geno = batch["genos"][batch["ids"].index(entry["param_id"])]
-            self._pending[entry["param_id"]] = (geno, entry["params"], b)
+        from .utils.validation import metadata_dict
+        by_row = {metadata_dict(row.get("metadata")).get("param_id"): row for row in self._rows}
+        self._batches = {int(b): _batch_from(v, k, by_row) for b, v in payload["batches"].items()}
+        self._pending = {d["param_id"]: _pending_from(d, self._batches) for d in payload["pending"]}
+        trials = [pid for pid, entry in self._pending.items() if not entry.is_baseline]
         self._resubmit = []
         if policy is PendingCandidatePolicy.RESUBMIT:
-            self._resubmit = [pid for pid, (_, _, b) in self._pending.items() if b >= 0]
+            self._resubmit = trials
         else:
-            from .utils.validation import INVALID_SCORE, Score
-            gone = [Score(INVALID_SCORE, pid, p, k, failure="discarded", strict=False)
-                    for pid, (_, p, b) in self._pending.items() if b >= 0]
-            self._settle(gone)
+            self._settle([Told.discarded(pid, self._pending[pid].params, k) for pid in trials])
 
     def _check_provenance(self, payload: dict, path, allow: bool) -> None:
         from . import _env

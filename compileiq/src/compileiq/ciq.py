@@ -4,8 +4,8 @@ One generation = ask (engine) -> decode -> worker.run() -> validate -> results C
 The engine is told a whole batch at once and in ask order, so a run is a pure function of the seed
 and the scores: this is what makes resume and checkpoints exact. ``start()`` runs that loop;
 ``ask`` / ``evaluate`` / ``tell`` (``_asktell.py``) let the caller run it; both share the same
-bookkeeping (pending candidates, batches, rows), so a checkpoint (``checkpoint.py``) can be taken
-from either and continued with either.
+bookkeeping (pending candidates and batches, the typed records of ``_batches.py``, and the rows),
+so a checkpoint (``checkpoint.py``) can be taken from either and continued with either.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 
 from ._asktell import AskTell, Candidate
+from ._batches import Batch, Pending, PendingTrial, Told
 from ._diagnosis import _last_line, first_generation_diagnosis
 from ._progress import Progress
 from ._resume import ResumeLedger
@@ -144,8 +145,8 @@ class Search(AskTell, CheckpointMixin):
         self._rows: list[dict] = []
         self._next_id = 0
         self._generation = 0
-        self._pending: dict[Any, tuple] = {}  # param_id -> (genotype, params, batch number); the baseline: batch -1
-        self._batches: dict[int, dict] = {}    # batch number -> genotypes, ids, scores told so far, generation
+        self._pending: dict[Any, Pending] = {}  # param_id -> what was asked and not told yet (_batches.py)
+        self._batches: dict[int, Batch] = {}    # batch number -> its candidates and those told so far
         self._next_batch = 0
         self._resubmit: list = []              # param_ids a restored checkpoint hands out again first
         self._baseline: Score | None = None
@@ -360,9 +361,10 @@ class Search(AskTell, CheckpointMixin):
         cfg = self.search_config
         gen = self._generation
         if genos is None:
-            cands = [Candidate(pid, p) for pid, (_, p, b) in self._pending.items() if b >= 0]
+            trials = {pid: e for pid, e in self._pending.items() if isinstance(e, PendingTrial)}
+            cands = [Candidate(pid, e.params) for pid, e in trials.items()]
             self._resubmit = []
-            gen = min((self._batches[b]["generation"] for _, _, b in self._pending.values() if b >= 0), default=gen)
+            gen = min((self._batches[e.batch].generation for e in trials.values()), default=gen)
         else:
             cands = self._issue(genos)
         by_id: dict[Any, Score] = {}
@@ -419,7 +421,7 @@ class Search(AskTell, CheckpointMixin):
         self._checks.after_batch()
         if gen == 0 and self.exit_on_failure and batch and all(s.invalid for s in batch):
             raise SearchFailedError(first_generation_diagnosis(batch, self.k, task_timeout, run, self.space))
-        self._settle(batch, track=False)
+        self._settle([Told(s) for s in batch], track=False)
         if gen == 0:
             self._checks.first_generation(batch)
         self._last_batch = batch

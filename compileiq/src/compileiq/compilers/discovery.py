@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .. import _env
 from ..errors import CompileIQError
-from ..search_spaces import _settings
 
 COMPILERS = ("ptxas", "nvcc", "gcc", "clang")
 _WHEEL_DIRS = ("cu13/bin", "cuda_nvcc/bin", "cu12/bin")  # newest layout first
@@ -137,8 +137,8 @@ def find_compiler(name: str) -> Toolchain:
     """The binary CompileIQ uses for ``name`` (ptxas, nvcc, gcc, clang), by the documented order."""
     if name not in COMPILERS:
         raise ValueError(f"unknown compiler {name!r}; CompileIQ knows {', '.join(COMPILERS)}")
-    var = _settings.compiler_variable(name)
-    override = _settings.compiler_override(name)
+    var = _env.compiler_variable(name)
+    override = _env.compiler_override(name)
     if override is not None:
         found = _usable(override) or _usable(shutil.which(override))
         if found is None:

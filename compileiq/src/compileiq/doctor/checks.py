@@ -104,30 +104,15 @@ def check_gpus(r: Report) -> None:
                       "--lock-memory-clocks=<MHz>,<MHz> (or compileiq.utils.gpu.gpu_benchmark_mode)")
 
 
-_KNOWN = {"CIQ_SOCKET_TIMEOUT": _env.socket_timeout, "CIQ_PROCESS_MODE": _env.process_mode,
-          "CIQ_KEEP_CACHE": _env.keep_cache,
-          "CIQ_UNSAFE_ALLOW_CHECKPOINT_PROVENANCE_MISMATCH": _env.unsafe_checkpoint_mismatch}
-
-
 def check_environment(r: Report) -> None:
-    env = {k: v for k, v in sorted(os.environ.items()) if k.startswith("CIQ_")}
+    env = _env.ciq_variables()
     r.facts["ciq_environment"] = env
-    for name, parse in _KNOWN.items():
+    for name, parse in _env.CHECKED.items():
         if name in env:
             try:
                 parse()
             except Exception as exc:  # the parsers' own messages say what is wrong and an example
                 r.problem(f"env:{name}", "error", str(exc), f"unset {name} or give it a valid value")
-    try:
-        from ..search_spaces import _settings
-        for fn in ("search_spaces_dir", "search_spaces_url", "latest_ttl_days", "download_timeout"):
-            if hasattr(_settings, fn):
-                try:
-                    getattr(_settings, fn)()
-                except Exception as exc:
-                    r.problem(f"env:{fn}", "error", str(exc), "unset the variable or give it a valid value")
-    except ImportError:
-        pass
 
 
 def _probe_objective(x):

@@ -19,6 +19,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .. import _env
 from ..utils.proc import run as run_tree
 
 # (metric, label, why it matters)
@@ -42,7 +44,7 @@ class NcuError(RuntimeError):
 
 def find_ncu(explicit: str | None = None) -> Path | None:
     """ncu from ``explicit``, CIQ_NCU, PATH, the CUDA toolkit, or /opt/nvidia/nsight-compute."""
-    for cand in (explicit, os.environ.get("CIQ_NCU")):
+    for cand in (explicit, _env.ncu_override()):
         if cand:
             hit = shutil.which(cand) or (cand if Path(cand).is_file() else None)
             return Path(hit) if hit else None

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from . import _settings
+from .. import _env
 from .errors import SpaceDownloadError, SpaceIntegrityError
 from ..utils.fs import atomic_write
 
@@ -25,10 +25,10 @@ _FIX = ("check the network or proxy, raise CIQ_DOWNLOAD_TIMEOUT, or use an offli
 
 def fetch(url: str, limit: int) -> bytes:
     """The body of ``url`` (at most ``limit`` bytes), or SpaceDownloadError naming the URL and the fix."""
-    timeout = _settings.download_timeout()
+    timeout = _env.download_timeout()
     req = urllib.request.Request(url, headers={"User-Agent": "compileiq"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - http(s) only, checked in _settings
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - http(s) only, checked in _env
             chunks, total = [], 0
             while True:
                 block = resp.read(CHUNK)

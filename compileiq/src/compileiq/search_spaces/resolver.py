@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from .. import _env
-from . import _download, _settings
+from . import _download
 from .errors import SearchSpaceWarning, SpaceDownloadError, SpaceFileError, SpaceIntegrityError, SpaceNotFoundError
 from .manifest import Manifest, ManifestEntry, parse_manifest, read_manifest
 
@@ -96,7 +96,7 @@ def resolve_latest(url: str) -> str:
             cached = None
     except (OSError, ValueError):
         cached = None
-    ttl = _settings.latest_ttl_days() * 86400
+    ttl = _env.latest_ttl_days() * 86400
     if cached and ttl > 0 and time.time() - float(cached.get("resolved_at", 0)) < ttl:
         return cached["tag"]
     try:
@@ -143,7 +143,7 @@ def _release_manifest(url: str, tag: str) -> Manifest:
 
 
 def _from_release(url: str, compiler, version, variant, tag, nearest_lower) -> Resolution:
-    _settings.download_timeout(), _settings.latest_ttl_days()  # a bad setting is the user's to fix, not a server fault
+    _env.download_timeout(), _env.latest_ttl_days()  # a bad setting is the user's to fix, not a server fault
     resolved = resolve_latest(url) if tag == "latest" else tag
     manifest = _release_manifest(url, resolved)
     entry = _lookup(manifest, compiler, version, variant, nearest_lower)
@@ -161,11 +161,11 @@ def _from_release(url: str, compiler, version, variant, tag, nearest_lower) -> R
 def resolve(compiler: str, version, variant: str = "default", tag: str = "latest",
             nearest_lower: bool = False) -> Resolution:
     """Find, verify and (if needed) download the space file; the order is in the module docstring."""
-    mirror = _settings.search_spaces_dir()
+    mirror = _env.search_spaces_dir()
     if mirror is not None:
         return _from_mirror(mirror, compiler, version, variant, tag, nearest_lower)
     shipped = shipped_manifest()
-    url = _settings.search_spaces_url()
+    url = _env.search_spaces_url()
     if url is not None or tag not in ("latest", shipped.tag):
         if url is None:
             raise SpaceNotFoundError(
