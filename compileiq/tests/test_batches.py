@@ -101,3 +101,20 @@ def test_start_evaluates_the_pending_trials_of_a_v1_checkpoint_in_their_generati
     ids = sorted(str(json.loads(m)["param_id"]) for m in first["metadata"])
     assert ids == ["0", "1", "2", "3", "4", "5", "baseline"] and not s._pending and not s._batches
     assert s.engine.generation == 4  # the checkpoint's generations=4: the restored batch was the first of them
+
+
+@pytest.mark.parametrize("policy", ["resubmit", "discard"])
+def test_a_restored_pending_baseline_is_handed_out_again(policy):
+    # Before, ask() after a restore never returned the pending baseline: with normalize=True a plain ask/tell
+    # loop then never told it and no batch completed.
+    s = restore(V1_CHECKPOINT, policy)
+    asked = s.ask(2)
+    trials = ["2", "3"] if policy == "resubmit" else [str(c.param_id) for c in asked[1:]]
+    assert [str(c.param_id) for c in asked] == ["baseline"] + trials and len(asked) == 3
+    assert asked[0].params == BASELINE_CONFIG
+    rest = s.ask(2) if policy == "resubmit" else []
+    assert [str(c.param_id) for c in rest] == (["4", "5"] if policy == "resubmit" else [])
+    s.tell({c.param_id: objective(c.params) for c in asked + rest})
+    # the restored batch completes with the baseline's score; under discard the two new trials are a batch too
+    assert s.engine.generation == (1 if policy == "resubmit" else 2)
+    assert not s._pending and not s._batches

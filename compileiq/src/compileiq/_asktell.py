@@ -87,11 +87,11 @@ class AskTell:
             self._pending[BASELINE_ID] = PendingBaseline()
             out.append(Candidate(BASELINE_ID, BASELINE_CONFIG))
         want = self.search_config.pool_size if num_samples is None else num_samples
-        while self._resubmit and want > 0:
+        while self._resubmit and (want > 0 or self._pending.get(self._resubmit[0], PendingBaseline).is_baseline):
             pid = self._resubmit.pop(0)
             if pid in self._pending:
                 out.append(Candidate(pid, self._pending[pid].params))
-                want -= 1
+                want -= not self._pending[pid].is_baseline  # the baseline comes on top, as in the first ask
         if want > 0:
             genos = self.engine.ask(want)
             if genos:

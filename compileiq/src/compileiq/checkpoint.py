@@ -210,9 +210,11 @@ class CheckpointMixin:
         self._batches = {int(b): _batch_from(v, k, by_row) for b, v in payload["batches"].items()}
         self._pending = {d["param_id"]: _pending_from(d, self._batches) for d in payload["pending"]}
         trials = [pid for pid, entry in self._pending.items() if not entry.is_baseline]
-        self._resubmit = []
+        # A pending baseline is handed out again under either policy: with normalize=True no batch
+        # completes before its score is in, and discarding it would leave them waiting forever.
+        self._resubmit = [pid for pid, entry in self._pending.items() if entry.is_baseline]
         if policy is PendingCandidatePolicy.RESUBMIT:
-            self._resubmit = trials
+            self._resubmit += trials
         else:
             self._settle([Told.discarded(pid, self._pending[pid].params, k) for pid in trials])
 
