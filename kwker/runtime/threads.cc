@@ -14,6 +14,15 @@
 #include <thread>
 #include <vector>
 
+// The wheel claims manylinux_2_28, whose libstdc++ (GCC 8) has GLIBCXX_3.4.24 at most. GCC 12's
+// header binds condition_variable::wait to a GLIBCXX_3.4.30 symbol, added only so that thread
+// cancellation can unwind out of a wait (the GLIBCXX_3.4.11 one, in every libstdc++ since GCC
+// 4.4, is noexcept). The pool never cancels a thread, so the older symbol is the same call.
+#if defined(__GLIBCXX__) && defined(__linux__)
+__asm__(".symver _ZNSt18condition_variable4waitERSt11unique_lockISt5mutexE,"
+        "_ZNSt18condition_variable4waitERSt11unique_lockISt5mutexE@GLIBCXX_3.4.11");
+#endif
+
 namespace kwker {
 namespace rt {
 namespace {

@@ -1,5 +1,5 @@
 """Writes a copy of a Kwker wheel whose compiled PyTorch operators claim another torch (2.12):
-its _torch_build.json, its version (+torch2.12) and RECORD are rewritten, the .so is kept. make
+its _torch_build.json, its version (+torch2.12), its `torch` extra's pin and RECORD are rewritten, the .so is kept. make
 test-wheel installs it to check the version-mismatch path of a real installation.
 
     python kwker/tests/fake_torch_wheel.py <wheel> <out dir>
@@ -34,6 +34,9 @@ def main(wheel, out_dir):
             path = new_info + path[len(old_info):]
             if path.endswith("/METADATA"):
                 data = re.sub(rb"^Version: .*$", b"Version: " + fake.encode(), data, flags=re.M)
+                # The `torch` extra pins the minor the operators claim (build_support/torch_version.py).
+                data = re.sub(rb"^Requires-Dist: torch[<>=,.0-9]*; extra == \"torch\"$",
+                              b'Requires-Dist: torch<2.13,>=2.12; extra == "torch"', data, flags=re.M)
         renamed[path] = data
     record = new_info + "/RECORD"
     lines = [f"{p},{_hash(d)},{len(d)}" for p, d in renamed.items() if p != record]

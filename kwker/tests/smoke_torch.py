@@ -23,6 +23,11 @@ mismatch = sys.argv[1:] == ["mismatch"]
 minor = ".".join(torch.__version__.split(".")[:2])
 version = md.version("kwker")
 assert version.endswith("+torch" + ("2.12" if mismatch else minor)), version
+# The `torch` extra requires the minor the compiled operators are built for, and no other.
+built = version.rsplit("+torch", 1)[1]
+pins = [r for r in md.requires("kwker") if r.startswith("torch") and 'extra == "torch"' in r]
+major, low = built.split(".")
+assert pins == [f'torch<{major}.{int(low) + 1},>={built}; extra == "torch"'], pins
 
 x = torch.randn(300_000)
 x[::11] = float("nan")

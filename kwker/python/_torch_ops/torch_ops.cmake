@@ -45,6 +45,13 @@ else()
   target_link_libraries(_torch_ops PRIVATE gomp)
 endif()
 target_link_libraries(_torch_ops PRIVATE kwker)
+# Every symbol resolved at the link (torch's libraries are all named above), so none can stay
+# unversioned and escape the manylinux check; below glibc 2.32, the operators keep their own
+# __libc_single_threaded (single_threaded.cc says why).
+target_link_options(_torch_ops PRIVATE -Wl,--no-undefined)
+if(KWKER_GLIBC AND KWKER_GLIBC VERSION_LESS 2.32)
+  target_sources(_torch_ops PRIVATE python/_torch_ops/single_threaded.cc)
+endif()
 # libkwker from the wheel's lib/; torch's libraries are already loaded by `import torch`.
 set_target_properties(_torch_ops PROPERTIES PREFIX "" INSTALL_RPATH "$ORIGIN/lib")
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/_torch_build.json
