@@ -150,8 +150,12 @@ TORCH_LIBRARY_FRAGMENT(kwker_torch, m) {
         &linear_pack);
   m.def("linear_unpack(int mode, Tensor packed, int n, int k, int group) -> (Tensor, Tensor, Tensor)",
         &linear_unpack);
-  m.def("linear(Tensor x, Tensor packed, Tensor? bias, int mode, int n, int group, int threads) -> Tensor",
-        &linear);
+  // linear on the CPU key (its fake kernel for tracing is registered from Python, in
+  // kwker/_torch/ops.py), so Inductor traces it as one extern call; the Autograd fallthrough
+  // keeps what the catch-all registration did: results carry no gradient history (inference).
+  m.def("linear(Tensor x, Tensor packed, Tensor? bias, int mode, int n, int group, int threads) -> Tensor");
+  m.impl("linear", torch::dispatch(c10::DispatchKey::CPU, TORCH_FN(linear)));
+  m.impl("linear", torch::dispatch(c10::DispatchKey::Autograd, torch::CppFunction::makeFallthrough()));
   // The address of the runner above, for the decode step (a C library loaded with ctypes).
   m.def("thread_runner() -> int", &thread_runner);
 }

@@ -7,8 +7,11 @@
 // Nothing is registered on aten at load time. kwker.torch_ops calls kwker_torch::enable(op,
 // thresholds) for each op that passed its self-check and kwker_torch::disable_all() to undo
 // every registration (the torch::Library below is destroyed, which restores the dispatcher).
-// The kernels also exist as kwker_torch::sort/topk/kthvalue/unique, without thresholds or
-// fallbacks, for the self-check.
+// The kernels also exist as kwker_torch::sort_kernel/topk_kernel/kthvalue_kernel/unique_kernel,
+// without thresholds or fallbacks, for the self-check. The plain names in this namespace
+// (kwker_torch::sort, argsort, topk, kthvalue: what a graph rewritten by the compile backend
+// calls) are defined from Python (kwker/_torch/ops.py) in a fragment of the same namespace, so
+// they exist with or without this library.
 //
 // Semantics are those of kwker/python/kwker/torch_ops/_kernels.py (the Python-registered
 // operators), which documents them; the two are checked against torch by the same battery.
@@ -494,26 +497,26 @@ std::string built_for() { return KWKER_TORCH_BUILT_FOR; }
 std::tuple<Tensor, Tensor> direct_sort(const Tensor &self, int64_t dim, bool descending,
                                        int64_t threads) {
   int64_t d = 0;
-  TORCH_CHECK(plain_code(self) != kNoCode && wrap_dim(self, dim, &d), "kwker_torch::sort: bad input");
+  TORCH_CHECK(plain_code(self) != kNoCode && wrap_dim(self, dim, &d), "kwker_torch::sort_kernel: bad input");
   return k_sort(self, d, descending, false, int(threads));
 }
 std::tuple<Tensor, Tensor> direct_topk(const Tensor &self, int64_t k, int64_t dim, bool largest,
                                        int64_t threads) {
   int64_t d = 0;
   TORCH_CHECK(select_dtype(plain_code(self)) && wrap_dim(self, dim, &d) && k >= 0 && k <= self.size(d),
-              "kwker_torch::topk: bad input");
+              "kwker_torch::topk_kernel: bad input");
   return k_topk(self, k, d, largest, false, int(threads));
 }
 std::tuple<Tensor, Tensor> direct_kth(const Tensor &self, int64_t k, int64_t dim, bool keepdim,
                                       int64_t threads) {
   int64_t d = 0;
   TORCH_CHECK(select_dtype(plain_code(self)) && wrap_dim(self, dim, &d) && k >= 1 && k <= self.size(d),
-              "kwker_torch::kthvalue: bad input");
+              "kwker_torch::kthvalue_kernel: bad input");
   return k_kth(self, k, d, keepdim, false, int(threads));
 }
 std::tuple<Tensor, Tensor, Tensor> direct_unique(const Tensor &self, bool inv, bool counts,
                                                  int64_t threads) {
-  TORCH_CHECK(plain_code(self) != kNoCode, "kwker_torch::unique: bad input");
+  TORCH_CHECK(plain_code(self) != kNoCode, "kwker_torch::unique_kernel: bad input");
   return k_unique(self, inv, counts, false, int(threads));
 }
 
@@ -528,10 +531,10 @@ TORCH_LIBRARY(kwker_torch, m) {
   m.def("enable(str op, int[] thresholds) -> ()", &enable);
   m.def("disable_all() -> ()", &disable_all);
   m.def("built_for() -> str", &built_for);
-  m.def("sort(Tensor self, int dim, bool descending, int threads) -> (Tensor, Tensor)", &direct_sort);
-  m.def("topk(Tensor self, int k, int dim, bool largest, int threads) -> (Tensor, Tensor)", &direct_topk);
-  m.def("kthvalue(Tensor self, int k, int dim, bool keepdim, int threads) -> (Tensor, Tensor)", &direct_kth);
-  m.def("unique(Tensor self, bool return_inverse, bool return_counts, int threads) -> "
+  m.def("sort_kernel(Tensor self, int dim, bool descending, int threads) -> (Tensor, Tensor)", &direct_sort);
+  m.def("topk_kernel(Tensor self, int k, int dim, bool largest, int threads) -> (Tensor, Tensor)", &direct_topk);
+  m.def("kthvalue_kernel(Tensor self, int k, int dim, bool keepdim, int threads) -> (Tensor, Tensor)", &direct_kth);
+  m.def("unique_kernel(Tensor self, bool return_inverse, bool return_counts, int threads) -> "
         "(Tensor, Tensor, Tensor)",
         &direct_unique);
 }

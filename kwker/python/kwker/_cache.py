@@ -1,13 +1,18 @@
-"""KWKER_CACHE_DIR: what Kwker computes once per machine and keeps on disk.
+"""KWKER_CACHE_DIR: what Kwker computes once per machine and keeps on disk, default
+~/.cache/kwker (under $XDG_CACHE_HOME when set): the torch operators' self-check results
+(torch_ops/), the compile backend's choices (dynamo/) and the CPU backend's decoder packages
+(decoder/).
 
-The torch operators' self-check results (kwker.torch_ops) and the torch.compile backend's
-choices (kwker.dynamo) live here, default ~/.cache/kwker (under $XDG_CACHE_HOME when set).
-Files are JSON, written to a temporary name and renamed into place, so a reader never sees a
-half-written file; a file that does not parse is reported to the caller, which rebuilds it.
+Every JSON file goes through one Store: {"schema", "schema_version", "key", ...payload}, written
+to a temporary name (mode 0600) and renamed into place, so a reader never sees a half-written
+file; a file that does not parse, names another schema or version, or was written for another
+key is reported to the caller, which rebuilds it.
 
-The folders Kwker creates are private (0700) and its files 0600: the CPU backend loads the
-decoder packages it compiles here into the process, so whoever can write them can run code in
-every process that uses it. Code is loaded only from a folder and a file that untrusted() passes.
+The folders Kwker creates are private (0700): the CPU backend loads the decoder packages it
+compiles here into the process, so whoever can write them can run code in every process that
+uses it. Compiled code is loaded only through load_library(), which checks every folder from
+the cache root down and the opened file itself (fstat on the descriptor it then loads, opened
+without following symbolic links, so the file cannot be swapped between the check and the load).
 """
 import hashlib
 import json
@@ -41,15 +46,14 @@ def folder(name, base=None):
     return path
 
 
-def untrusted(path):
-    """None when path (a folder or a file) is one to load code from: not a symbolic link, owned
-    by this user and writable by no one else. Otherwise why not, in words that name the fix."""
-    try:
-        st = os.lstat(path)
-    except OSError as e:
-        return f"{path} cannot be examined ({e.strerror or e})"
+def _problem(path, st, kind):
+    """Why a file or folder with this stat cannot hold code this process loads, or None."""
     if stat.S_ISLNK(st.st_mode):
         return f"{path} is a symbolic link"
+    if kind == "file" and not stat.S_ISREG(st.st_mode):
+        return f"{path} is not a regular file"
+    if kind == "folder" and not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a folder"
     uid = os.getuid()
     if st.st_uid != uid:
         return f"{path} belongs to uid {st.st_uid}, not to this user (uid {uid})"
@@ -59,6 +63,85 @@ def untrusted(path):
         return (f"{path} is writable by {who} (mode {stat.S_IMODE(st.st_mode):o}; "
                 f"chmod go-w {path})")
     return None
+
+
+def untrusted(path, top=None):
+    """None when the folder `path` (and every folder from `top` down to it, when given) can hold
+    code this process loads: no symbolic link, owned by this user and writable by no one else.
+    Otherwise why not, in words that name the fix."""
+    path = os.path.abspath(path)
+    chain = [path]
+    if top is not None:
+        top = os.path.abspath(top)
+        cur = path
+        while cur != top and os.path.dirname(cur) != cur and cur.startswith(top + os.sep):
+            cur = os.path.dirname(cur)
+            chain.insert(0, cur)
+    for folder in chain:
+        try:
+            st = os.lstat(folder)
+        except OSError as e:
+            return f"{folder} cannot be examined ({e.strerror or e})"
+        problem = _problem(folder, st, "folder")
+        if problem:
+            return problem
+    return None
+
+
+class UntrustedCode(OSError):
+    """A compiled library that load_library() refused: the message names the path and the fix."""
+
+
+_held = []   # descriptors of the libraries load_library loaded
+
+
+def load_library(path, top, loader, sha256=None):
+    """loader(path) on the library at `path` (ctypes.CDLL), after the checks of untrusted() on
+    every folder from `top` down, and on the file itself through the descriptor that is then
+    loaded (/proc/self/fd/N): opened with O_NOFOLLOW, a regular file owned by this user and
+    writable by no one else, and (with sha256) holding exactly those bytes. Raises UntrustedCode
+    naming the path and the fix otherwise."""
+    problem = untrusted(os.path.dirname(os.path.abspath(path)), top)
+    if problem:
+        raise UntrustedCode(f"not loaded: {problem}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        why = "it is a symbolic link" if e.errno == 40 else (e.strerror or str(e))
+        raise UntrustedCode(f"not loaded: {path} cannot be opened safely ({why})") from e
+    try:
+        problem = _problem(path, os.fstat(fd), "file")
+        if problem:
+            raise UntrustedCode(f"not loaded: {problem}")
+        if sha256 is not None and _fd_sha256(fd) != sha256:
+            raise UntrustedCode(f"not loaded: {path} does not hold the bytes its manifest names")
+        via = f"/proc/self/fd/{fd}"
+        if not os.path.exists(via):       # no /proc: the path, if it is still the same file
+            st, now = os.fstat(fd), os.stat(path, follow_symlinks=False)
+            if (st.st_dev, st.st_ino) != (now.st_dev, now.st_ino):
+                raise UntrustedCode(f"not loaded: {path} changed while it was checked")
+            via = path
+    except BaseException:
+        os.close(fd)
+        raise
+    # The descriptor stays open for the life of the process, even when loading fails part way:
+    # the dynamic loader knows a library by the name it was given, and a closed descriptor's
+    # number (so its /proc/self/fd name) comes back for the next library, which dlopen would
+    # then take for the one it already holds.
+    _held.append(fd)
+    return loader(via)
+
+
+def _fd_sha256(fd):
+    h = hashlib.sha256()
+    os.lseek(fd, 0, os.SEEK_SET)
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        h.update(chunk)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return h.hexdigest()
 
 
 def digest(obj):
@@ -93,6 +176,51 @@ def write_json(path, obj):
         except OSError:
             pass
         raise
+
+
+class Store:
+    """One kind of cache file: KWKER_CACHE_DIR/<folder>/<prefix><digest of key>.json holding
+    {"schema", "schema_version", "key", ...payload}. location= puts the folder elsewhere (an
+    absolute path: the compile backend's cache_dir option)."""
+
+    def __init__(self, folder, schema, version, *, prefix="", location=None):
+        self.name, self.schema, self.version, self.prefix = folder, schema, version, prefix
+        self._location = os.path.abspath(location) if location else None
+
+    @property
+    def folder(self):
+        return self._location or os.path.join(root(), self.name)
+
+    def path(self, key):
+        return os.path.join(self.folder, f"{self.prefix}{digest(key)}.json")
+
+    def get(self, key, path=None):
+        """(payload, None) for a valid file of this schema, version and key; (None, None) when
+        there is none; (None, why) when the file is there but unusable (the caller rebuilds it)."""
+        path = path or self.path(key)
+        data, problem = read_json(path)
+        if data is None:
+            return None, problem
+        if not isinstance(data, dict) or data.get("schema") != self.schema:
+            return None, f"not a {self.schema} file"
+        if data.get("schema_version") != self.version:
+            return None, (f"schema version {data.get('schema_version')!r}, this Kwker reads "
+                          f"{self.version}")
+        if data.get("key") != json.loads(json.dumps(key, default=str)):
+            return None, "written for another key"
+        return {k: v for k, v in data.items() if k not in ("schema", "schema_version", "key")}, None
+
+    def put(self, key, payload, path=None):
+        """Writes the file atomically (0600), creating the folder (0700); returns its path."""
+        path = path or self.path(key)
+        d = os.path.dirname(path)
+        if self._location or d != self.folder:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+        else:
+            folder(self.name)
+        write_json(path, {"schema": self.schema, "schema_version": self.version, "key": key,
+                          **payload})
+        return path
 
 
 def machine():

@@ -79,8 +79,8 @@ def _threading():
     return out
 
 
-# Integrations whose module reports its state (register_status) and imports no framework.
-STATUS_MODULES = ("kwker.frame", "kwker.torch_ops", "kwker.cpu_backend")
+# The integrations, each declared in kwker._integrations; importing them imports no framework.
+STATUS_MODULES = ("kwker.frame", "kwker.torch_ops", "kwker.dynamo", "kwker.cpu_backend")
 
 
 def _integration_states():
@@ -95,16 +95,13 @@ def _integration_states():
     return w._statuses()
 
 
-def _integration_line(state):
-    if "sorts_with" not in state:
+def _integration_line(name, state):
+    """One line per integration in the contract's format (kwker._integrations.doctor_line)."""
+    from kwker import _integrations
+    try:
+        return _integrations.get(name).doctor_line(state)
+    except KeyError:
         return ", ".join(f"{k}={v}" for k, v in state.items())
-    libs = ", ".join(f"{k} {v}" for k, v in state.get("libraries", {}).items() if v)
-    text = (f"sorts with {state['sorts_with']}; install(): "
-            f"{'installed' if state.get('installed') else 'not installed'}; libraries: "
-            f"{libs or 'none'}")
-    if state.get("missing"):
-        text += f"; missing: {', '.join(state['missing'])} ({state.get('install_command')})"
-    return text
 
 
 def _warnings(self_check=None):
@@ -207,7 +204,7 @@ def render_text(report):
     if states:
         out.append("Integrations")
         for name, state in states.items():
-            _line(out, name, _integration_line(state) if isinstance(state, dict) else state)
+            _line(out, name, _integration_line(name, state) if isinstance(state, dict) else state)
     env = report["environment"]
     out.append("Environment")
     if not env:

@@ -235,3 +235,13 @@ def no_thresholds(monkeypatch):
     from kwker.torch_ops import _thresholds
     monkeypatch.setattr(_thresholds, "table",
                         lambda kind, ops: {op: [0] * _thresholds.KWKER_DTYPE_COUNT for op in ops})
+
+
+@pytest.fixture(autouse=True)
+def _fresh_disable_notices():
+    """KWKER_DISABLE's notice comes once per process and integration: each test starts as a
+    fresh process would, so a test that runs under KWKER_DISABLE=1 sees (and must expect) it."""
+    from kwker import _integrations
+    _integrations._noticed.clear()
+    yield
+    _integrations._noticed.clear()

@@ -11,13 +11,14 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import kwker  # noqa: E402
+from kwker import _integrations  # noqa: E402
 import kwker.cpu_backend as cb  # noqa: E402
 from kwker.cpu_backend._linear import KwkerLinear  # noqa: E402
-from kwker.torch_ops import _compiled  # noqa: E402
+from kwker._torch import extension  # noqa: E402
 
-needs_ops = pytest.mark.skipif(not _compiled.availability()[0],
+needs_ops = pytest.mark.skipif(not extension.availability()[0],
                                reason=f"compiled operators unavailable: "
-                                      f"{_compiled.availability()[1]}")
+                                      f"{extension.availability()[1]}")
 
 
 class TinyLM(torch.nn.Module):
@@ -185,17 +186,18 @@ def test_a_model_without_linear_layers_is_an_error():
 def test_kwker_disable_returns_the_model_unchanged_with_a_notice(monkeypatch, capfd):
     monkeypatch.setenv("KWKER_DISABLE", "1")
     model = _model()
-    assert cb.optimize(model, "int4", inplace=True) is model
+    with pytest.warns(_integrations.DisabledWarning,
+                      match=r"^kwker.cpu_backend: KWKER_DISABLE=1 is set; optimize\(\) and "
+                            r"load_gguf\(\) return models unchanged$"):
+        assert cb.optimize(model, "int4", inplace=True) is model
     assert not any(isinstance(m, KwkerLinear) for m in model.modules())
-    err = capfd.readouterr().err.strip().splitlines()
-    assert err == ["kwker.cpu_backend: KWKER_DISABLE=1 is set; optimize() returns the model "
-                   "unchanged"]
+    assert capfd.readouterr().err == ""            # a warning, never a print
     rep = cb.check_accuracy(model, torch.randint(0, 50, (1, 5)), mode="int8", show=False)
     assert rep["backend_on"] is False and rep["max_abs_error"] == 0.0
 
 
 def test_a_torch_mismatch_turns_the_backend_off(monkeypatch, capfd):
-    monkeypatch.setattr(_compiled, "running_torch", lambda: "2.99.0")
+    monkeypatch.setattr(extension, "running_torch", lambda: "2.99.0")
     model = _model()
     assert cb.optimize(model, "high") is model
     err = capfd.readouterr().err

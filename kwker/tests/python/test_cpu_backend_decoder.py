@@ -6,6 +6,7 @@ cache (reused by a second process, rebuilt when corrupt, keyed by architecture a
 missing compiler, and models outside the family."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,11 +19,11 @@ transformers = pytest.importorskip("transformers")
 import kwker  # noqa: E402
 import kwker.cpu_backend as cb  # noqa: E402
 from kwker.cpu_backend import _decoder, _package  # noqa: E402
-from kwker.torch_ops import _compiled  # noqa: E402
+from kwker._torch import extension  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not _compiled.availability()[0],
+pytestmark = pytest.mark.skipif(not extension.availability()[0],
                                 reason=f"compiled operators unavailable: "
-                                       f"{_compiled.availability()[1]}")
+                                       f"{extension.availability()[1]}")
 
 ENGINES_HERE = kwker.runtime_info()["engines"]["supported"]
 
@@ -427,17 +428,48 @@ def test_the_package_cache_is_private_and_a_library_not_ours_is_rebuilt(tmp_path
     assert torch.equal(gen(again), gen(first))
 
 
-def test_a_cache_folder_others_can_write_loads_no_code(tmp_path, monkeypatch):
-    folder = tmp_path / "shared" / "decoder"
-    folder.mkdir(parents=True)
-    folder.chmod(0o777)
-    monkeypatch.setenv("KWKER_CACHE_DIR", str(tmp_path / "shared"))
-    _package._warned.discard(str(folder))
+def test_a_planted_package_in_a_folder_others_can_write_is_never_loaded(tmp_path, monkeypatch):
+    """A valid package (library and manifest, as Kwker wrote them) planted in a cache whose
+    folder its group can write is not loaded: the package is compiled into a private folder of
+    the process instead, with a warning naming the folder and the fix."""
+    own = tmp_path / "own"
+    monkeypatch.setenv("KWKER_CACHE_DIR", str(own))
     model = tiny(seed=9)
-    with pytest.warns(RuntimeWarning, match=r"cannot hold code.*writable by its group and "
-                                            r"everyone.*chmod 700"):
+    first = cb.optimize(model, "high")
+    key = first._kwker_decoder.info["key"]
+    shared = tmp_path / "shared"
+    shutil.copytree(own, shared)
+    (shared / "decoder").chmod(0o770)            # the team's group can write it
+    monkeypatch.setenv("KWKER_CACHE_DIR", str(shared))
+    planted = shared / "decoder" / f"{key}.so"
+    _package._warned.discard(str(shared / "decoder"))
+    before = _package.stats()["loaded"]
+    with pytest.warns(RuntimeWarning, match=r"cannot hold code.*writable by its group.*chmod 700"
+                                            r".*private folder"):
         fast = cb.optimize(model, "high")
     info = fast._kwker_decoder.info
-    assert info["kind"] == "generic" and "KWKER_CACHE_DIR" in info["reason"]
-    assert list(folder.iterdir()) == []          # nothing compiled into it
-    assert torch.equal(gen(fast), gen(cb.optimize(tiny(seed=9), "high", decoder="generic")))
+    assert info["kind"] == "package" and "private folder" in info["reason"]
+    assert _package.stats()["loaded"] == before                 # the planted one was not
+    assert str(planted) not in _package._loaded
+    assert sorted(p.name for p in (shared / "decoder").iterdir()) == [f"{key}.json", f"{key}.so"]
+    assert torch.equal(gen(fast), gen(first))
+
+
+def test_a_package_reached_through_a_symbolic_link_is_rebuilt(tmp_path, monkeypatch):
+    """The cache's library replaced by a symbolic link (to a copy of the very same, valid
+    library) is refused: the file is opened without following links, then rebuilt."""
+    monkeypatch.setenv("KWKER_CACHE_DIR", str(tmp_path / "cache"))
+    model = tiny(seed=8)
+    first = cb.optimize(model, "high")
+    so = tmp_path / "cache" / "decoder" / f"{first._kwker_decoder.info['key']}.so"
+    elsewhere = tmp_path / "elsewhere.so"
+    shutil.copy2(so, elsewhere)
+    so.unlink()
+    so.symlink_to(elsewhere)
+    _package._loaded.pop(str(so))
+    with pytest.warns(RuntimeWarning, match=r"unusable.*cannot be opened safely \(it is a "
+                                            r"symbolic link\).*rebuilding"):
+        again = cb.optimize(model, "high")
+    assert again._kwker_decoder.info["kind"] == "package"
+    assert not so.is_symlink() and _private(so)
+    assert torch.equal(gen(again), gen(first))

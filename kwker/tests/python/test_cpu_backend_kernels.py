@@ -7,13 +7,13 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import kwker  # noqa: E402
-from kwker.cpu_backend import _quant  # noqa: E402
+from kwker._torch import quant as _quant  # noqa: E402
 from kwker.cpu_backend._linear import KwkerLinear  # noqa: E402
-from kwker.torch_ops import _compiled  # noqa: E402
+from kwker._torch import extension  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not _compiled.availability()[0],
+pytestmark = pytest.mark.skipif(not extension.availability()[0],
                                 reason=f"compiled operators unavailable: "
-                                       f"{_compiled.availability()[1]}")
+                                       f"{extension.availability()[1]}")
 
 ENGINES = tuple(kwker.available_isas())
 SHAPES = [(1, 1, 1), (1, 37, 7), (17, 33, 1), (5, 100, 7), (64, 576, 1), (129, 70, 7)]
@@ -116,7 +116,7 @@ def test_batch_shapes_dtypes_and_threads():
 
 
 def test_operator_errors_are_clear():
-    ns = _compiled.load()
+    ns = extension.load()
     with pytest.raises(RuntimeError, match="group size 48 does not divide"):
         ns.linear_pack(3, torch.zeros(2, 64, dtype=torch.uint8), torch.ones(2, 2),
                        torch.zeros(2, 2), 48)

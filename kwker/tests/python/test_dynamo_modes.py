@@ -9,16 +9,18 @@ the candidates through options= (conftest.compile_env shares one Inductor cache)
 import os
 
 import pytest
+
+from kwker import _integrations  # noqa: E402
 import torch
 import torch.nn.functional as F
 
 import kwker.cpu_backend as cb
 import kwker.dynamo as dyn
-from kwker.torch_ops import _compiled
+from kwker._torch import extension
 
-needs_ops = pytest.mark.skipif(not _compiled.availability()[0],
+needs_ops = pytest.mark.skipif(not extension.availability()[0],
                                reason=f"compiled operators unavailable: "
-                                      f"{_compiled.availability()[1]}")
+                                      f"{extension.availability()[1]}")
 pytestmark = pytest.mark.filterwarnings(
     "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 
@@ -201,16 +203,17 @@ def test_kwker_disable_leaves_the_graph_unchanged_in_every_mode(compile_env, mon
     monkeypatch.setenv("KWKER_DISABLE", "1")
     model = MLP().eval()
     x = torch.randn(2, 72)
-    for mode in MODES:
-        torch._dynamo.reset()
-        with torch.no_grad():
-            assert torch.equal(_compile(model, compile_env, mode=mode)(x), model(x))
+    with pytest.warns(_integrations.DisabledWarning, match="KWKER_DISABLE=1 is set"):            # once in the process
+        for mode in MODES:
+            torch._dynamo.reset()
+            with torch.no_grad():
+                assert torch.equal(_compile(model, compile_env, mode=mode)(x), model(x))
     assert dyn.stats()["disabled"] == 4 and dyn.stats()["packed"] == 0
 
 
 def test_without_the_compiled_operators_a_mode_falls_back_with_a_notice(compile_env, monkeypatch,
                                                                          capfd):
-    monkeypatch.setattr(_compiled, "running_torch", lambda: "2.99.0")
+    monkeypatch.setattr(extension, "running_torch", lambda: "2.99.0")
     monkeypatch.setattr(dyn, "_notices", set())
     model = MLP().eval()
     x = torch.randn(2, 72)
@@ -229,7 +232,7 @@ def test_without_the_compiled_operators_a_mode_falls_back_with_a_notice(compile_
 
 @needs_ops
 def test_the_rewritten_graph_under_inductor(compile_env):
-    # Linears only: Inductor lowers kwker::linear to extern calls and generates no C++ kernel,
+    # Linears only: Inductor lowers kwker_torch::linear to extern calls and generates no C++ kernel,
     # which keeps this compile short, and the result must then be optimize()'s bit for bit.
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(72, 160), torch.nn.Linear(160, 24)).eval()

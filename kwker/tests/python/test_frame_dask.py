@@ -2,6 +2,8 @@
 import numpy as np
 import pytest
 
+from kwker import _integrations  # noqa: E402
+
 pd = pytest.importorskip("pandas")
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -80,6 +82,8 @@ def test_each_partition_is_sorted_by_kwker_on_the_workers(client):
 def test_disabled_runs_dasks_own_sort(client, monkeypatch):
     monkeypatch.setenv("KWKER_DISABLE", "1")
     ddf = dd.from_pandas(_frame(2_000), npartitions=2)
+    with pytest.warns(_integrations.DisabledWarning, match="KWKER_DISABLE=1 is set"):
+        kfd.sort_values(ddf, "a")
     assert kfd.sort_values(ddf, "b").compute()["b"].is_monotonic_increasing is False  # NaN
     got = kfd.sort_values(ddf, "a").compute()
     assert got["a"].is_monotonic_increasing

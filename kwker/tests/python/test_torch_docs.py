@@ -16,10 +16,10 @@ BLOCKS = re.findall(r"```(\w+)\n(.*?)```", TEXT, flags=re.S)
 def test_the_page_is_complete():
     assert "THRESHOLD_TABLE" not in TEXT and "BENCH_TABLE" not in TEXT
     assert "SPEED_TABLE" not in TEXT
-    assert [lang for lang, _ in BLOCKS] == ["python"] * 4
+    assert [lang for lang, _ in BLOCKS] == ["python"] * 5
     for phrase in ("the compiled PyTorch operators were built for torch X, not Y",
                    "these PyTorch overrides differ from this torch's own kernels and stay off",
-                   "KWKER_SELF_CHECK=force", "KWKER_DISABLE=1", "+torch2.M",
+                   "KWKER_SELF_CHECK=force", "KWKER_DISABLE=1", "+torch2.M", "kwker.dynamo.operators()",
                    'torch.compile(model, backend="kwker")', "python -m kwker audit"):
         assert phrase in TEXT, phrase
 

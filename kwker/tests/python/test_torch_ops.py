@@ -7,6 +7,8 @@ import subprocess
 import sys
 
 import pytest
+
+from kwker import _integrations  # noqa: E402
 import torch
 
 import kwker
@@ -22,8 +24,8 @@ def _dispatch_state():
 
 def _install(ops_module, kind, **kw):
     if kind == "compiled":
-        from kwker.torch_ops import _compiled
-        ok, why = _compiled.availability()
+        from kwker._torch import extension
+        ok, why = extension.availability()
         assert ok, f"the compiled operators must load in the test environment: {why}"
     assert ops_module.install(compiled=kind == "compiled", **kw) is True
     assert ops_module.status()["implementation"] == kind
@@ -181,7 +183,8 @@ def test_a_second_install_with_another_subset_changes_the_set(torch_ops, kind):
 def test_kwker_disable_makes_install_a_no_op(torch_ops, monkeypatch):
     before = _dispatch_state()
     monkeypatch.setenv("KWKER_DISABLE", "1")
-    assert torch_ops.install() is False
+    with pytest.warns(_integrations.DisabledWarning, match="KWKER_DISABLE=1 is set"):
+        assert torch_ops.install() is False
     assert _dispatch_state() == before
     st = torch_ops.status()
     assert st["installed"] is False and st["disabled_by_env"] is True
@@ -190,10 +193,10 @@ def test_kwker_disable_makes_install_a_no_op(torch_ops, monkeypatch):
 def test_compiled_operators_built_for_another_torch_fall_back_to_python(torch_ops, monkeypatch):
     # The running torch's version is what decides: pretend it is another minor than the one
     # the compiled operators were built for (the wheel smoke test does it with a real wheel).
-    from kwker.torch_ops import _compiled
-    built = _compiled.build_info()
+    from kwker._torch import extension
+    built = extension.build_info()
     assert built is not None and built.get("torch_minor"), "the test build has compiled operators"
-    monkeypatch.setattr(_compiled, "running_torch", lambda: "2.99.0")
+    monkeypatch.setattr(extension, "running_torch", lambda: "2.99.0")
     want = f"the compiled PyTorch operators were built for torch {built['torch']}, not 2.99.0"
     st = torch_ops.status()
     assert st["compiled_available"] is False and st["compiled_reason"] == want
@@ -347,7 +350,7 @@ def test_import_reads_no_torch_and_status_works_without_it():
 @pytest.mark.parametrize("backend", ["fast", "ctypes"])
 def test_kernels_through_either_backend(backend, no_thresholds):
     from kwker import _backend
-    from kwker.torch_ops import _kernels as K
+    from kwker._torch import kernels as K
     _backend.use(backend)
     x = _mixed(torch.float32, (50, 3000), seed=9)
     asc, desc = _stable_sort(x, 1), _stable_sort(x, 1, True)

@@ -12,6 +12,7 @@ import torch
 
 import kwker
 from kwker import _backend, _warnings
+from kwker._torch import extension
 from kwker.torch_ops import _compiled, _python_ops, _selfcheck, _selfcheck_cache
 
 KINDS = ("python", "compiled")
@@ -116,7 +117,7 @@ def test_an_invalid_self_check_setting_is_rejected_before_any_change(torch_ops, 
 
 def test_the_cache_key_names_torch_kwker_cpu_and_engine():
     key = _selfcheck_cache.key("python")
-    assert key["torch"] == _compiled.running_torch() and key["implementation"] == "python"
+    assert key["torch"] == extension.running_torch() and key["implementation"] == "python"
     assert key["kwker"] == kwker.__version__ and key["engine"] == kwker.get_isa()
     assert key["cpu"] and key["features"]
     assert _selfcheck_cache.path("python") != _selfcheck_cache.path("compiled")

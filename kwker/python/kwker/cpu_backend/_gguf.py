@@ -20,6 +20,7 @@ import numpy as np
 from ._optimize import (MODES, check_activations, check_decoder, check_options, decoder_for,
                         linear_layers, _replace)
 from . import _status
+from ._status import INTEGRATION
 
 # GGUF tensor names of a Llama-family block -> transformers module names.
 _NAMES = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
@@ -74,7 +75,7 @@ def _field(reader, key):
 def load_gguf(path, mode=None, *, threads=None, decoder="auto", activations="float",
               **from_pretrained):
     """See kwker.cpu_backend.load_gguf."""
-    import torch
+    torch = INTEGRATION.require("torch", "load_gguf()")
     if mode is not None:
         check_options(mode, 32, None, threads, where="load_gguf")
     check_activations(activations, mode, where="load_gguf")
@@ -82,12 +83,9 @@ def load_gguf(path, mode=None, *, threads=None, decoder="auto", activations="flo
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"kwker.cpu_backend.load_gguf: {path} does not exist")
-    try:
-        import gguf
-        from transformers import AutoModelForCausalLM
-    except ImportError as e:
-        raise ImportError("kwker.cpu_backend.load_gguf needs transformers, gguf and accelerate: "
-                          "pip install 'kwker[llm]'") from e
+    gguf = INTEGRATION.require("gguf", "load_gguf()")
+    INTEGRATION.require("accelerate", "load_gguf()")
+    AutoModelForCausalLM = INTEGRATION.require("transformers", "load_gguf()").AutoModelForCausalLM
     try:
         reader = gguf.GGUFReader(path)
         tensors = {t.name: t for t in reader.tensors}
@@ -104,6 +102,9 @@ def load_gguf(path, mode=None, *, threads=None, decoder="auto", activations="flo
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
                                                  **from_pretrained)
     model.eval()
+    if INTEGRATION.off("optimize() and load_gguf() return models unchanged"):
+        return model    # transformers' own float32 model of the file, as without Kwker
+    INTEGRATION.install()
     from ._linear import KwkerLinear
     t_arg = 0 if threads is None else threads
     by_name = {}
@@ -141,8 +142,7 @@ def load_gguf(path, mode=None, *, threads=None, decoder="auto", activations="flo
                                 "activations": activations,
                                 "formats": sorted(set(kinds.values())),
                                 "decoder": decoder_for(model, t_arg, decoder)}
-    _status._state["optimized_models"] += 1
-    _status._state["layers"] += len(new)
+    _status.record_optimized(mode or "as stored", len(new))
     return model
 
 
@@ -150,7 +150,7 @@ def _exact_layer(lin, q, d, m, mode, scheme, threads, heads, name, activations="
     """The file's blocks as a packed layer, rows in the order transformers' layer has them."""
     import torch
     from ._linear import KwkerLinear
-    from ._quant import dequantize
+    from kwker._torch.quant import dequantize
     w = lin.weight.detach()
     n = w.shape[0]
 

@@ -1,37 +1,13 @@
 """KwkerLinear: an nn.Linear replacement whose weights live packed in the layout of Kwker's linear
 kernels (kwker/core/linear_layout.h) and whose forward is one call of the compiled operator
-torch.ops.kwker_torch.linear (no Python per element, no dequantised copy of the weights)."""
+torch.ops.kwker_torch.linear (no Python per element, no dequantised copy of the weights). The
+operator, the codes and the quantisation are kwker._torch's, shared with the compile backend."""
 import torch
 
-from kwker.torch_ops import _compiled
-
-from ._status import ACTIVATIONS, MODES
-
-MODE_CODES = {m: i for i, m in enumerate(MODES)}
-# "high" stored as exact GGUF blocks (kwker.h: KWKER_LINEAR_HIGH_Q4 / _HIGH_Q8; _quant.exact_blocks)
-# or as exact float16 values (KWKER_LINEAR_HIGH_F16; _quant.exact_float16).
-STORAGE_CODES = {"exact-q4_1": 4, "exact-q8_0": 5, "float16": 8}
-# int8 / int4 with activations="int8" (kwker.h: KWKER_LINEAR_INT8_A8 / _INT4_A8: W8A8 / W4A8).
-A8_CODES = {"int8": 6, "int4": 7}
-
-
-_NS = []
-
-
-def ops():
-    """torch.ops.kwker_torch, loaded once (load() checks the torch version on the first call)."""
-    if not _NS:
-        _NS.append(_compiled.load())
-    return _NS[0]
-
-
-_LINEAR = []
-
-
-def _linear_op():
-    if not _LINEAR:
-        _LINEAR.append(ops().linear.default)
-    return _LINEAR[0]
+from kwker._torch import quant as _quant
+from kwker._torch.linear import A8_CODES, ACTIVATIONS, MODE_CODES, STORAGE_CODES
+from kwker._torch.ops import compiled as ops
+from kwker._torch.ops import linear_op as _linear_op
 
 
 class KwkerLinear(torch.nn.Module):
@@ -71,7 +47,6 @@ class KwkerLinear(torch.nn.Module):
     @classmethod
     def from_linear(cls, linear, *, mode, group, threads, scheme, exact_blocks=True,
                     activations="float"):
-        from . import _quant
         if mode == "high" and exact_blocks:
             found = _quant.exact_blocks(linear.weight)
             if found is not None:
@@ -100,7 +75,6 @@ class KwkerLinear(torch.nn.Module):
                                          self.in_features, self.group))
 
     def dequantized_weight(self):
-        from . import _quant
         v, s, m = self.unpack()
         return _quant.dequantize(v, s, m, self.mode, self.group, self.storage)
 

@@ -4,37 +4,12 @@ model changes, so bad input or a failure leaves the model as it was."""
 import copy
 import sys
 
-from kwker import _integrations
-from kwker.torch_ops import _compiled
+from kwker._torch import extension
+# MODES, SCHEMES and the checks are kwker._torch.linear's (shared with the compile backend).
+from kwker._torch.linear import ACTIVATIONS, MODES, SCHEMES, check_mode, check_options  # noqa: F401
 
 from . import _attention, _status
-
-# The quantisation schemes of each mode (the first is the default); _quant.py implements them.
-# Kept here so that importing kwker.cpu_backend (the doctor does) imports no torch.
-SCHEMES = {"int8": ("q8_0", "per_channel"), "int4": ("q4_1", "q4_0")}
-
-MODES = _status.MODES
-
-
-def _install():
-    _compiled.load()
-
-
-def _uninstall():
-    pass
-
-
-INTEGRATION = _integrations.register(_status.NAME, _install, _uninstall)
-
-
-def check_mode(mode, where="optimize"):
-    if mode not in MODES:
-        raise ValueError(f"kwker.cpu_backend.{where}: unknown mode {mode!r}; use one of "
-                         f"{', '.join(repr(m) for m in MODES)} (\"high\" = float32)")
-    return mode
-
-
-ACTIVATIONS = _status.ACTIVATIONS
+from ._status import INTEGRATION
 
 
 def check_activations(activations, mode, where="optimize"):
@@ -49,27 +24,6 @@ def check_activations(activations, mode, where="optimize"):
                          f"int4 weights; mode {mode!r} keeps float activations (leave "
                          "activations='float', or use mode='int8' or 'int4')")
     return activations
-
-
-def check_options(mode, group_size, scheme, threads, where="optimize"):
-    check_mode(mode, where)
-    if mode == "int4":
-        if (isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 32
-                or group_size % 32 or group_size > 4096):
-            raise ValueError(f"kwker.cpu_backend.{where}: int4 group_size={group_size!r} does not "
-                             "divide into the kernels' 32-element blocks; use a multiple of 32 up "
-                             "to 4096 (32 = GGUF Q4_0/Q4_1, 64, 128)")
-    if scheme is not None:
-        allowed = SCHEMES.get(mode, ())
-        if scheme not in allowed:
-            raise ValueError(f"kwker.cpu_backend.{where}: scheme {scheme!r} is not one of mode "
-                             f"{mode!r}'s ({', '.join(allowed) or 'none: leave scheme=None'})")
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
-                                or threads < 1):
-        raise ValueError(f"kwker.cpu_backend.{where}: threads must be an int >= 1, or None for "
-                         f"Kwker's thread budget (got {threads!r})")
-    return (group_size if mode == "int4" else 32), (scheme or (SCHEMES[mode][0]
-                                                               if mode in SCHEMES else None))
 
 
 def linear_layers(model):
@@ -107,7 +61,7 @@ def decoder_for(model, threads, choice):
         else:
             _decoder.attach(model, dec, threads)
             info = dict(dec.info)
-    _status._state["decoder"] = info
+    _status.record_decoder(info)
     return info
 
 
@@ -132,9 +86,10 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
              scheme="q4_0" for the symmetric Q4_0 form
 
     A copy is optimized unless inplace=True (which saves a copy's memory). threads: the most
-    threads each layer uses (None: Kwker's budget, kwker.set_max_threads). With KWKER_DISABLE=1,
-    or when the compiled operators do not match this torch, the model comes back unchanged
-    with a one-line notice (python -m kwker doctor says why).
+    threads each layer uses (None: Kwker's budget, kwker.set_max_threads). With KWKER_DISABLE=1
+    the model comes back unchanged (a DisabledWarning, once per process); when the compiled
+    operators do not match this torch, unchanged too, with a one-line notice on stderr (python
+    -m kwker doctor says why).
 
     decoder: for Llama-family causal LMs (Llama, Mistral, Qwen2, SmolLM), "auto" runs each
     generated token as one native call: a decoder package compiled for the architecture, mode
@@ -155,7 +110,7 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
     decode step too (W8A8 / W4A8, llama.cpp's scheme): byte multiply-adds, about 1.3-1.8x the
     decode speed on AVX2, at the prompt kernels' accuracy (docs/cpu-backend.md).
     """
-    import torch
+    torch = INTEGRATION.require("torch", "optimize()")
     group, scheme = check_options(mode, group_size, scheme, threads)
     check_activations(activations, mode)
     check_decoder(decoder)
@@ -166,11 +121,9 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"kwker.cpu_backend.optimize: expected a torch.nn.Module, got "
                         f"{type(model).__name__}")
-    if _integrations.disabled():
-        print("kwker.cpu_backend: KWKER_DISABLE=1 is set; optimize() returns the model unchanged",
-              file=sys.stderr)
+    if INTEGRATION.off("optimize() and load_gguf() return models unchanged"):
         return model
-    available, why = _compiled.availability()
+    available, why = extension.availability()
     if not available:
         print(f"kwker.cpu_backend: {why}; the CPU backend is off and optimize() returns the model "
               "unchanged (see python -m kwker doctor)", file=sys.stderr)
@@ -209,7 +162,5 @@ def optimize(model, mode="high", *, threads=None, group_size=32, inplace=False, 
                                  "prompt_attention": (
                                      f"bfloat16 where the prompt kernel rounds x (wraps "
                                      f"{wrapped!r})" if wrapped else "the model's own")}
-    _status._state["optimized_models"] += 1
-    _status._state["layers"] += len(new)
-    _status._state["last_mode"] = mode
+    _status.record_optimized(mode, len(new))
     return target

@@ -2,7 +2,11 @@
 architecture (layer count and shapes, head layout, mode, int4 group) and the engine in use, and
 kept in KWKER_CACHE_DIR/decoder/ so a later process loads it without compiling.
 
-A package is `<key>.so` plus `<key>.json` (what it was built for and the .so's SHA-256). The key
+A package is `<key>.so` plus `<key>.json` (a kwker._cache.Store file: what it was built for and
+the .so's SHA-256). It is loaded only through kwker._cache.load_library: the folders from the
+cache root down and the file itself (checked on the descriptor that is loaded) must belong to
+this user and be writable by no one else; where the cache folder fails that, the package is
+compiled into a private folder of the process instead, with a warning naming the fix. The key
 hashes everything the machine code depends on: the shapes, mode, engine and its flags, the
 source text, the Kwker version and the compiler's version, so another architecture or mode can
 never load the wrong package. Both files are written under temporary names and renamed into
@@ -11,6 +15,7 @@ Without a C++ compiler (CXX, else c++ / g++ on PATH), or when a build fails, the
 library compiled with the wheel (lib/libkwker_decoder.so, same source, shapes at run time) runs
 instead and status() says why.
 """
+import atexit
 import ctypes
 import functools
 import hashlib
@@ -31,6 +36,9 @@ _stats = {"compiled": 0, "loaded": 0, "generic": 0, "rebuilt": 0, "compile_secon
           "last": None}
 _loaded = {}
 _warned = set()  # cache folders refused, warned about once per process
+_private = []
+# <key>.json beside <key>.so: the description the key hashes, and the library's SHA-256.
+MANIFESTS = _cache.Store("decoder", "kwker.cpu_backend.decoder_package", 1)
 
 
 def stats():
@@ -143,6 +151,20 @@ def _build(cmd, desc, so_path):
         raise
 
 
+def _private_folder():
+    """A folder of this process's own (0700, removed at exit), for packages the shared cache
+    folder cannot hold."""
+    if not _private:
+        path = tempfile.mkdtemp(prefix="kwker-decoder-")
+        atexit.register(shutil.rmtree, path, True)
+        _private.append(path)
+    return _private[0]
+
+
+def _load_checked(so_path, top, sha256):
+    return _cache.load_library(so_path, top, lambda p: _bind(ctypes.CDLL(p)), sha256=sha256)
+
+
 def load(shapes, engine, cache_dir=None, generic_only=False):
     """(library, info) for these shapes on this engine: the cached package, a freshly compiled
     one, or the generic library (info["kind"] says which and info["reason"] why)."""
@@ -152,31 +174,30 @@ def load(shapes, engine, cache_dir=None, generic_only=False):
     if cmd is None:
         return _generic(why)
     key, desc = package_key(shapes, engine)
+    top = os.path.abspath(cache_dir or _cache.root())
     folder = _cache.folder("decoder", cache_dir)
-    unsafe = _cache.untrusted(folder)
+    note = ""
+    unsafe = _cache.untrusted(folder, top)
     if unsafe:
         # Another user could put a library here: nothing is compiled into or loaded from it.
-        why = (f"the decoder cache folder cannot hold code this process loads: {unsafe}; make "
-               f"it private (chmod 700 {folder}) or set {_cache.ENV} to a folder of your own, "
-               "so the generic decode step runs")
+        private = _private_folder()
+        note = (f"the decoder cache folder cannot hold code this process loads: {unsafe}; make "
+                f"it private (chmod 700 {folder}, and chmod go-w any folder above it up to "
+                f"{top}) or set {_cache.ENV} to a folder of your own. Until then each process "
+                f"compiles its package into a private folder ({private})")
         if folder not in _warned:
             _warned.add(folder)
-            warnings.warn(f"kwker.cpu_backend: {why}", RuntimeWarning, stacklevel=3)
-        return _generic(why)
+            warnings.warn(f"kwker.cpu_backend: {note}", RuntimeWarning, stacklevel=3)
+        folder = top = private
     so_path = os.path.join(folder, key + ".so")
     if so_path in _loaded:
         _stats["loaded"] += 1
         return _loaded[so_path], _info("package", key, "already loaded in this process")
     man_path = os.path.join(folder, key + ".json")
-    manifest, bad = _cache.read_json(man_path)
+    manifest, bad = MANIFESTS.get(desc, path=man_path)
     if manifest is not None and os.path.exists(so_path):
         try:
-            unsafe = _cache.untrusted(so_path)
-            if unsafe:
-                raise OSError(f"not loaded: {unsafe}")
-            if manifest.get("sha256") != _sha(so_path) or manifest.get("desc") != desc:
-                raise OSError("its manifest does not match the library")
-            lib = _bind(ctypes.CDLL(so_path))
+            lib = _load_checked(so_path, top, manifest.get("sha256"))
             _loaded[so_path] = lib
             _stats["loaded"] += 1
             return lib, _info("package", key, f"loaded from {folder}")
@@ -190,17 +211,19 @@ def load(shapes, engine, cache_dir=None, generic_only=False):
     t0 = time.perf_counter()
     try:
         _build(cmd, desc, so_path)
-        lib = _bind(ctypes.CDLL(so_path))
+        sha = _sha(so_path)
+        lib = _load_checked(so_path, top, sha)
     except (OSError, subprocess.SubprocessError) as e:
         return _generic(f"building the decoder package failed, so the generic decode step runs: "
                         f"{e}")
     seconds = time.perf_counter() - t0
-    _cache.write_json(man_path, {"desc": desc, "sha256": _sha(so_path), "built": time.time(),
-                                 "compile_seconds": round(seconds, 2)})
+    MANIFESTS.put(desc, {"sha256": sha, "built": time.time(),
+                         "compile_seconds": round(seconds, 2)}, path=man_path)
     _loaded[so_path] = lib
     _stats["compiled"] += 1
     _stats["compile_seconds"] += seconds
-    return lib, _info("package", key, f"compiled in {seconds:.1f} s into {folder}")
+    where = f"into a private folder, {folder}: {note}" if note else f"into {folder}"
+    return lib, _info("package", key, f"compiled in {seconds:.1f} s {where}")
 
 
 def _info(kind, key, reason):

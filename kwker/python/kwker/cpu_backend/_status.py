@@ -1,5 +1,5 @@
-"""The CPU backend's state for status() and the doctor (kwker._warnings.register_status).
-Imports no torch, so the doctor can read it from any process.
+"""The CPU backend's declaration in the integration contract (kwker._integrations), and its state
+for status() and the doctor. Imports no torch, so the doctor can read it from any process.
 
 AMX: Linux grants the AMX tile state per process (arch_prctl ARCH_REQ_XCOMP_PERM, Linux 5.16+).
 The avx512 engine's prompt kernels (16 rows and more: "medium", int8, int4) use AMX tiles where
@@ -11,7 +11,9 @@ import ctypes
 import functools
 import os
 
-from kwker import _integrations, _warnings
+from kwker import _integrations
+from kwker._torch import extension
+from kwker._torch import linear as _linear
 
 NAME = "cpu_backend"
 AMX_ENV = "KWKER_AMX"
@@ -76,12 +78,9 @@ def amx_status(cpu_features, kernels=None):
     return out
 
 
-# The modes in the order of the C library's mode codes (KWKER_LINEAR_HIGH = 0 ... INT4 = 3):
-# the one list every module of the backend uses (this one imports no torch).
-MODES = ("high", "medium", "int8", "int4")
-# activations= of optimize() / load_gguf() / KwkerLinear: "float" (default), or "int8" (the int8 /
-# int4 layers quantise x at every row count: W8A8 / W4A8).
-ACTIVATIONS = ("float", "int8")
+# The modes (in the order of the C library's mode codes) and activation settings: kwker._torch's,
+# shared with the compile backend (that module imports no torch).
+MODES, ACTIVATIONS = _linear.MODES, _linear.ACTIVATIONS
 
 # A prompt's row count for the query: far above the library's own threshold (kLinPromptRows,
 # 16), which the library alone decides.
@@ -135,12 +134,23 @@ def _decoder_packages():
             "generic": stats["generic"], "rebuilt": stats["rebuilt"], "last": _state["decoder"]}
 
 
-def status():
-    """The CPU backend's state: whether its compiled operators load into this torch, the engine
-    and CPU features its kernels use, AMX, and what optimize() did in this process."""
+def record_optimized(mode, layers):
+    """optimize() / load_gguf() converted a model with `layers` linear layers in `mode`."""
+    _state["optimized_models"] += 1
+    _state["layers"] += layers
+    _state["last_mode"] = mode
+
+
+def record_decoder(info):
+    """What the last model's decode step runs ({"kind", "key", "reason"})."""
+    _state["decoder"] = info
+
+
+def _report():
+    """The CPU backend's own fields: whether its compiled operators load into this torch, the
+    engine and CPU features its kernels use, AMX, and what optimize() did in this process."""
     from kwker import _runtime
-    from kwker.torch_ops import _compiled
-    available, why = _compiled.availability()
+    available, why = extension.availability()
     info = {}
     try:
         info = _runtime.runtime_info()
@@ -149,8 +159,6 @@ def status():
     feats = info.get("cpu", {}).get("features", {})
     kernels = linear_kernels()
     return {
-        "installed": _integrations.status().get(NAME, {}).get("installed", False),
-        "disabled_by_env": _integrations._disabled_quietly(),
         "available": available,
         "reason": why or None,
         "engine": info.get("engines", {}).get("selected"),
@@ -163,4 +171,27 @@ def status():
     }
 
 
-_warnings.register_status(NAME, status)
+def _summary(s):
+    if not s.get("available"):
+        return f"off: {s.get('reason')}"
+    amx = s.get("amx") or {}
+    return (f"engine {s.get('engine')}; AMX {'on' if amx.get('on') else 'off'}; "
+            f"{s.get('optimized_models', 0)} model(s) optimized in this process")
+
+
+def _install():
+    from kwker._torch import ops
+    ops.compiled()      # the linear operator; status() and the doctor then say it is in use
+
+
+# optimize() and load_gguf() install it (loading the compiled operators); there is nothing
+# process-wide to undo (a loaded library stays loaded, and optimized models are the caller's).
+INTEGRATION = _integrations.register(
+    NAME, _install, None, framework=("torch", "transformers", "gguf"), extra="llm",
+    report=_report, summary=_summary)
+
+
+def status():
+    """The CPU backend's state (what the doctor shows): the contract's common fields, then
+    _report()'s."""
+    return INTEGRATION.status()

@@ -8,7 +8,8 @@ inputs, keeps the fastest, and caches the choice on disk keyed by the graph, the
 dtypes and strides, the mode, the torch and Kwker versions, the CPU, engine and thread counts:
 later runs and later processes build only the chosen candidate, with no timing. A graph without
 sort-family calls has no Kwker candidates. A graph that needs gradients goes to Inductor. With
-KWKER_DISABLE=1 the backend returns the graph unchanged (eager).
+KWKER_DISABLE=1 the backend returns the graph unchanged (eager), with one DisabledWarning per
+process.
 
 The CPU backend's modes ("high", "medium", "int8", "int4", as kwker.cpu_backend.optimize) also
 rewrite the graph's linear calls on the model's weights to Kwker's linear kernels, with the
@@ -60,15 +61,59 @@ def reset_stats():
         _stats[k] = None if k == "last" else 0
 
 
+def _report():
+    """The backend's own fields for status() and the doctor: whether torch finds it through its
+    entry point, and this process's counters (stats())."""
+    import importlib.metadata as md
+    try:
+        found = any(ep.name == "kwker" for ep in md.entry_points(group="torch_dynamo_backends"))
+    except Exception:  # the doctor must never fail on a status query
+        found = None
+    return {"entry_point": found, "stats": stats()}
+
+
+def _summary(s):
+    st = s.get("stats") or {}
+    where = ("torch.compile(backend='kwker') finds it" if s.get("entry_point")
+             else "no torch_dynamo_backends entry point (reinstall kwker)")
+    return (f"{where}; {st.get('graphs', 0)} graph(s), {st.get('timed', 0)} timed, "
+            f"{st.get('cache_hits', 0)} from the choice cache, {st.get('disabled', 0)} left "
+            "unchanged by KWKER_DISABLE")
+
+
+def operators():
+    """Registers Kwker's torch operators in this process and returns torch.ops.kwker_torch: the
+    graph operators (sort, argsort, topk, kthvalue), the compiled ones (linear...) when they
+    load into this torch, and the deprecated kwker:: aliases. Call it before loading a saved
+    graph or an exported program that calls them (torch.export.load, torch.load of a
+    GraphModule)."""
+    from kwker._torch import extension, ops
+    if extension.availability()[0]:
+        ops.compiled(who="kwker.dynamo.operators", otherwise="or save the graph without the "
+                     "CPU backend's linear operator")
+    return ops.ops
+
+
+def status():
+    """The backend's state (what the doctor shows): the contract's common fields, then
+    _report()'s. Imports no torch."""
+    return INTEGRATION.status()
+
+
+# Installed by the backend itself when it compiles its first graph (torch finds the backend
+# through the entry point; there is nothing to switch on beforehand or to undo afterwards).
+INTEGRATION = _integrations.register("dynamo", None, None, framework=("torch",),
+                                     report=_report, summary=_summary)
+
+
 def _cpu_backend_available(opts):
     """False (after a one-line notice per process and mode) when a CPU-backend mode cannot run
     because the compiled operators do not load into this torch: the graph then compiles as
     mode "auto" (float32), as kwker.cpu_backend.optimize returns the model unchanged."""
-    from kwker.torch_ops import _compiled
-    available, why = _compiled.availability()
+    from kwker._torch import extension, ops
+    available, why = extension.availability()
     if available:
-        from kwker.cpu_backend._optimize import INTEGRATION
-        INTEGRATION.install()  # loads the operators once; status() and the doctor see it on
+        ops.compiled()  # loads the operators once
         return True
     _stats["fallbacks"] += 1
     if opts["mode"] not in _notices:
@@ -113,9 +158,7 @@ def _build(name, gm, example_inputs, opts, rewritten=None):
     if name == "kwker":
         fn = rgm.forward
     else:
-        from ._linear import for_inductor
-        fn = _inductor(for_inductor(rgm) if packs is not None else rgm, example_inputs,
-                       opts["inductor_mode"])
+        fn = _inductor(rgm, example_inputs, opts["inductor_mode"])
     if packs is None or not packs.weights:
         return fn
 
@@ -175,9 +218,10 @@ def backend(gm, example_inputs, mode=None, options=None):
     """The torch.compile backend (see the module docstring)."""
     _stats["graphs"] += 1
     opts = _parse(options, mode)
-    if _integrations.disabled():
+    if INTEGRATION.off("torch.compile(backend='kwker') returns graphs unchanged"):
         _stats["disabled"] += 1
         return gm.forward
+    INTEGRATION.install()
     if _needs_grad(example_inputs):
         _stats["training"] += 1
         if opts["spec"] is not None and ("grad", opts["mode"]) not in _notices:

@@ -6,7 +6,6 @@ CPU-backend mode's group size, scheme and threads), the torch and Kwker versions
 the CPU, engine and thread counts. A file that cannot be read is reported with a warning and
 replaced after the next timing; writes are atomic.
 """
-import os
 import warnings
 
 from kwker import _cache
@@ -40,30 +39,28 @@ def digest(k):
 
 
 class Store:
-    def __init__(self, folder=None):
-        self.folder = os.path.abspath(folder) if folder else os.path.join(_cache.root(), "dynamo")
+    """The choices of one folder (KWKER_CACHE_DIR/dynamo, or the cache_dir option), as files of
+    the kwker._cache store."""
 
-    def _path(self, k):
-        return os.path.join(self.folder, f"choice-{digest(k)}.json")
+    def __init__(self, folder=None):
+        self._store = _cache.Store("dynamo", SCHEMA, SCHEMA_VERSION, prefix="choice-",
+                                   location=folder)
+
+    @property
+    def folder(self):
+        return self._store.folder
 
     def get(self, k):
         """The cached candidate name, or None."""
-        path = self._path(k)
-        data, problem = _cache.read_json(path)
-        if data is None and problem is None:
-            return None
-        if problem is None and not (isinstance(data, dict) and data.get("schema") == SCHEMA and
-                                    data.get("schema_version") == SCHEMA_VERSION and
-                                    data.get("key") == k and isinstance(data.get("choice"), str)):
+        data, problem = self._store.get(k)
+        if problem is None and data is not None and not isinstance(data.get("choice"), str):
             problem = "not a Kwker choice for this graph"
         if problem:
-            warnings.warn(f"kwker backend: the choice cache {path} was unreadable ({problem}); "
-                          "the candidates are timed again and the file is rewritten",
-                          RuntimeWarning, stacklevel=3)
+            warnings.warn(f"kwker backend: the choice cache {self._store.path(k)} was unreadable "
+                          f"({problem}); the candidates are timed again and the file is "
+                          "rewritten", RuntimeWarning, stacklevel=3)
             return None
-        return data["choice"]
+        return None if data is None else data["choice"]
 
     def put(self, k, choice, times_ms):
-        _cache.folder(os.path.basename(self.folder), base=os.path.dirname(self.folder))
-        _cache.write_json(self._path(k), {"schema": SCHEMA, "schema_version": SCHEMA_VERSION,
-                                          "key": k, "choice": choice, "times_ms": times_ms})
+        self._store.put(k, {"choice": choice, "times_ms": times_ms})

@@ -4,8 +4,9 @@ A linear call (torch._C._nn.linear, which is what Dynamo records for nn.Linear a
 an nn.Linear call_module of a symbolically traced graph) whose weight is a parameter or buffer
 of the model (a graph input Dynamo marked static, or a get_attr) becomes a call of
 torch.ops.kwker_torch.linear, the operator behind kwker.cpu_backend's KwkerLinear, on weights
-packed once, here, at compile time, in the requested mode (the same quantisation and packing as
-kwker.cpu_backend.optimize, so the two give the same numbers). A linear whose weight is computed
+packed once, here, at compile time, in the requested mode (kwker._torch.linear.pack, the same
+quantisation and packing as kwker.cpu_backend.optimize, so the two give the same numbers). The
+operator has a fake kernel, so "kwker-inductor" compiles the rewritten graph as it is. A linear whose weight is computed
 in the graph or passed by the caller stays torch's.
 
 The packed weights are buffers of the rewritten GraphModule (get_attr), so they stay out of the
@@ -20,8 +21,8 @@ import torch
 import torch.fx
 from torch.utils.weak import WeakIdKeyDictionary
 
-from kwker.cpu_backend import _quant
-from kwker.cpu_backend._linear import MODE_CODES, ops
+from kwker._torch import linear as _lin
+from kwker._torch.linear import MODE_CODES
 
 _LINEAR_FUNCTIONS = (torch._C._nn.linear, torch.nn.functional.linear)
 
@@ -38,8 +39,7 @@ class Spec:
 
 
 def _pack(w, spec):
-    values, scales, mins = _quant.quantize(w, spec.mode, spec.scheme, spec.group)
-    return ops().linear_pack(MODE_CODES[spec.mode], values, scales, mins, spec.group)
+    return _lin.pack(w, spec.mode, spec.scheme, spec.group)
 
 
 def _static(x):
@@ -217,17 +217,3 @@ def emit(graph, env, gm, node, entry, spec):
         y = graph.call_method("type_as", (y, xs))
     y.meta = dict(node.meta)
     return y
-
-
-def for_inductor(rgm):
-    """A copy of a rewritten graph (sharing its packed buffers) that calls kwker::linear, the
-    form of the linear kernel Inductor can trace (see _ops.py)."""
-    from ._ops import ops as kwker_ops
-    graph = torch.fx.Graph()
-    env = {}
-    for node in rgm.graph.nodes:
-        new = graph.node_copy(node, lambda n: env[n])
-        if node.op == "call_function" and node.target is torch.ops.kwker_torch.linear.default:
-            new.target = kwker_ops.linear.default
-        env[node] = new
-    return torch.fx.GraphModule(rgm, graph)

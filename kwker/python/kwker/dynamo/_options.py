@@ -56,7 +56,7 @@ def _cpu_spec(choice_mode, opts):
     if "group_size" in opts and choice_mode != "int4":
         raise ValueError(f"kwker backend: group_size is int4's group size; mode={choice_mode!r} "
                          "has none (int8 and the float modes use blocks of 32)")
-    from kwker.cpu_backend._optimize import check_options
+    from kwker._torch.linear import check_options
     try:
         group, scheme = check_options(choice_mode, opts.get("group_size", 32), opts.get("scheme"),
                                       opts.get("threads"), where="compile")

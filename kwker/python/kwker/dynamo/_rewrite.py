@@ -1,8 +1,8 @@
-"""The "kwker" candidate: a Dynamo graph with its sort-family calls rewritten to kwker::*, and,
+"""The "kwker" candidate: a Dynamo graph with its sort-family calls rewritten to kwker_torch::*, and,
 in a CPU-backend mode, its linear calls rewritten to Kwker's linear kernels (_linear.py).
 
 torch.sort / Tensor.sort / argsort / msort / topk / kthvalue nodes (functions or methods, any
-argument spelling) become calls of the operators in _ops.py; a call with out= stays as it is.
+argument spelling) become calls of Kwker's graph operators (kwker._torch.ops); a call with out= stays as it is.
 The rewritten graph shares the original's parameters and buffers (no weight is copied); in a
 CPU-backend mode it also holds the packed weights as buffers.
 """
@@ -12,7 +12,7 @@ import operator
 import torch
 import torch.fx
 
-from ._ops import ops
+from kwker._torch.ops import ops
 
 
 def _sort(input, dim=-1, descending=False, stable=None, *, out=None):
@@ -59,7 +59,7 @@ def sort_nodes(gm):
 
 
 def rewrite(gm, example_inputs=None, spec=None):
-    """A new GraphModule with every sort-family call going to kwker::* (and, with spec, a
+    """A new GraphModule with every sort-family call going to kwker_torch::* (and, with spec, a
     _linear.Spec, every linear call on the model's weights going to Kwker's linear kernels),
     and how many calls changed. With spec, the module's `_kwker_packs` keeps the packed weights
     fresh (see _linear.Packs)."""
@@ -72,7 +72,7 @@ def rewrite(gm, example_inputs=None, spec=None):
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target is getattr and node.args[0] in pairs \
                 and node.args[1] in ("values", "indices"):
-            # symbolic_trace keeps torch.return_types' field access; kwker::* return tuples
+            # symbolic_trace keeps torch.return_types' field access; kwker_torch::* return tuples
             env[node] = graph.call_function(operator.getitem, (env[node.args[0]],
                                                                int(node.args[1] == "indices")))
             continue

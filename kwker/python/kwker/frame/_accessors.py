@@ -1,15 +1,17 @@
 """kwker.frame.install(): a `kwker` accessor on pandas DataFrame/Series and a `kwker`
 namespace on Polars DataFrame/LazyFrame/Series. pandas' and Polars' own methods are untouched.
 
-install() goes through kwker._integrations. With KWKER_DISABLE=1 it installs nothing of
-Kwker's; the accessor names are still registered (so that code written against them runs),
-and they call the library's own sort, as every kwker.frame function then does.
+install() goes through the integration contract (_integration.py). With KWKER_DISABLE=1 it
+returns False and installs nothing of Kwker's: the accessor names are still registered (so that
+code written against them runs, as the contract's rule for KWKER_DISABLE asks), and they call
+the library's own sort, as every kwker.frame function then does.
 """
 import threading
 
 from kwker import _integrations
 
 from . import _lazy
+from ._integration import INTEGRATION
 
 NAME = "kwker"
 _lock = threading.Lock()
@@ -42,7 +44,7 @@ class _PolarsNamespace:
         return sort(self._obj, by, **kw)
 
 
-def _register_names():
+def register_names():
     """Adds the accessor names to whichever of pandas / Polars is importable (idempotent)."""
     with _lock:
         pd = _try("pandas")
@@ -79,7 +81,7 @@ def _try(name):
         return None
 
 
-def _remove_names():
+def remove_names():
     with _lock:
         for (lib, _), cls in list(_registered.items()):
             if NAME in vars(cls):
@@ -90,25 +92,20 @@ def _remove_names():
         _registered.clear()
 
 
-def _on():
-    pass     # Kwker's sorting is chosen per call (kwker.frame._switch); nothing to patch
-
-
-_INTEGRATION = _integrations.register("frame", _on, _remove_names)
-
-
 def install():
     """Registers df.kwker.* on pandas and Polars; returns True when Kwker sorts through them
     (False with KWKER_DISABLE=1, where they call the library's own sort)."""
     _integrations.disabled()             # an invalid KWKER_DISABLE fails before any change
-    _register_names()
-    return _INTEGRATION.install()
+    if not INTEGRATION.install():
+        register_names()                 # names only: they run the library's own sort
+        return False
+    return True
 
 
 def uninstall():
     """Removes the accessors (pandas' and Polars' own methods were never changed)."""
-    _INTEGRATION.uninstall()
-    _remove_names()
+    INTEGRATION.uninstall()
+    remove_names()
 
 
 def registered():

@@ -1,23 +1,18 @@
-"""Imports of the dataframe libraries, done on first use so `import kwker.frame` stays cheap."""
-import importlib
+"""Imports of the dataframe libraries, done on first use so `import kwker.frame` stays cheap
+(the contract's lazy import, kwker._integrations.Integration.require)."""
 import sys
 
-INSTALL = 'pip install "kwker[frame]"'
-_PACKAGES = {"pandas": "pandas", "polars": "polars", "pyarrow": "pyarrow",
-             "dask.dataframe": "dask[dataframe]", "distributed": "dask[distributed]"}
+from ._integration import INTEGRATION
+
+INSTALL = INTEGRATION.install_command
 
 
 def require(name, why):
     """The module `name`, or an ImportError that says what needed it and how to install it."""
-    mod = sys.modules.get(name)       # already imported: skip import_module's lock (~2 us)
+    mod = sys.modules.get(name)       # already imported: skip the call (~2 us a sort)
     if mod is not None:
         return mod
-    try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        pkg = _PACKAGES.get(name, name)
-        raise ImportError(f"kwker.frame: {why} needs {pkg}, which is not importable ({exc}). "
-                          f"Install it with: {INSTALL} (or pip install \"{pkg}\")") from exc
+    return INTEGRATION.require(name, why)
 
 
 def loaded(name):

@@ -18,7 +18,7 @@ does.
 """
 import warnings
 
-from kwker import _integrations, _warnings
+from kwker import _integrations
 
 OPS = ("sort", "topk", "kthvalue", "unique")
 NAME = "torch_ops"
@@ -46,12 +46,14 @@ def _check_ops(ops):
 
 
 def _choose(compiled):
+    from kwker._torch import extension
+
     from . import _compiled, _python_ops
     if compiled is None:
-        compiled = _compiled.availability()[0]
+        compiled = extension.availability()[0]
         if compiled:
             try:
-                _compiled.load()
+                extension.load()
             except RuntimeError as e:  # built for this torch, yet it did not load
                 warnings.warn(f"{e}; using the Python-registered operators", RuntimeWarning,
                               stacklevel=5)
@@ -62,10 +64,7 @@ def _choose(compiled):
 
 
 def _install(ops=None, compiled=None):
-    try:
-        import torch  # noqa: F401
-    except ImportError as e:
-        raise ImportError("kwker.torch_ops needs PyTorch: pip install torch") from e
+    _INTEGRATION.require("torch", "install()")
     from . import _selfcheck, _thresholds
     ops = _check_ops(ops)
     kind, registrar, kernels = _choose(compiled)
@@ -89,9 +88,6 @@ def _uninstall():
         impl.close()
 
 
-_INTEGRATION = _integrations.register(NAME, _install, _uninstall)
-
-
 def install(ops=None, *, compiled=None):
     """Switches Kwker's kernels on for `ops` (None: all of OPS) and returns whether the
     integration is installed (False when KWKER_DISABLE=1, which makes this a no-op).
@@ -113,18 +109,15 @@ def uninstall():
     _INTEGRATION.uninstall()
 
 
-def status():
-    """This integration's state (also what the doctor reports): installed, the implementation
-    in use, which ops are on, which stayed off because the self-check found a difference, and
-    which torch the compiled operators were built for. Imports no torch."""
-    from . import _compiled
-    base = _integrations.status().get(NAME, {"installed": False})
-    info = _compiled.build_info() or {}
-    available, why = _compiled.availability()
+def _report():
+    """This integration's own fields: the implementation in use, which ops are on, which stayed
+    off because the self-check found a difference, and which torch the compiled operators were
+    built for. Imports no torch."""
+    from kwker._torch import extension
+    info = extension.build_info() or {}
+    available, why = extension.availability()
     out = {
-        "installed": base["installed"],
-        "disabled_by_env": _integrations._disabled_quietly(),
-        "torch": _compiled.running_torch(),
+        "torch": extension.running_torch(),
         "built_for_torch": info.get("torch"),
         "compiled_available": available,
         "compiled_reason": why or None,
@@ -134,11 +127,28 @@ def status():
         "self_check_detail": dict(_state["failed"]),
         "self_check": _state["self_check"],
     }
-    if not base["installed"] and out["torch"]:
+    if not _INTEGRATION.installed and out["torch"]:
         # Not installed in this process: the last self-check on this machine says which
         # overrides would stay off (what the doctor warns about).
         out["self_check_failed"], out["self_check_detail"] = _cached_failures()
     return out
+
+
+def _summary(s):
+    if s.get("installed"):
+        text = f"{s['implementation']} operators on for {', '.join(s['ops_on']) or 'no op'}"
+    else:
+        text = ("compiled operators available" if s.get("compiled_available") else
+                f"Python-registered operators only ({s.get('compiled_reason')})")
+    if s.get("self_check_failed"):
+        text += f"; kept off by the self-check: {', '.join(s['self_check_failed'])}"
+    return text
+
+
+def status():
+    """This integration's state (also what the doctor reports): the contract's common fields
+    (installed, disabled_by_env, framework...), then _report()'s."""
+    return _INTEGRATION.status()
 
 
 def _cached_failures():
@@ -149,4 +159,5 @@ def _cached_failures():
         return [], {}
 
 
-_warnings.register_status(NAME, status)
+_INTEGRATION = _integrations.register(NAME, _install, _uninstall, framework=("torch",),
+                                      report=_report, summary=_summary)

@@ -1,107 +1,7 @@
-"""The compiled PyTorch operators (python/_torch_ops/ops.cc): where they are, which torch they
-were built for, and loading them only into that torch.
-
-The .so links libtorch's C++ API, which changes between torch minor versions, so it is loaded
-only when the running torch has the minor version named in _torch_build.json (written by the
-build next to it). Otherwise Kwker keeps its Python-registered operators and the doctor says
-"the compiled PyTorch operators were built for torch X, not Y". Reading what they were built for
-imports no torch, so the doctor can report it from any process.
-"""
-import functools
-import glob
-import importlib.metadata as md
-import json
-import os
-import re
-import threading
-
-_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD_INFO = "_torch_build.json"
-
-_lock = threading.Lock()
-_loaded = {}  # path -> None once loaded into this process
-
-
-def _package_dirs():
-    """Folders that may hold the extension: the package itself (a wheel install) and, for
-    editable installs, wherever kwker._fast lives."""
-    dirs = [_PKG]
-    try:
-        from kwker import _fast
-        d = os.path.dirname(os.path.abspath(_fast.__file__))
-        if d not in dirs:
-            dirs.append(d)
-    except ImportError:
-        pass
-    return dirs
-
-
-def build_info():
-    """{"torch": "2.13.0+cpu", "torch_minor": "2.13", "library": path} of the shipped compiled
-    operators, or None when this installation has none."""
-    for d in _package_dirs():
-        info_path = os.path.join(d, BUILD_INFO)
-        libs = sorted(glob.glob(os.path.join(d, "_torch_ops*.so")))
-        if os.path.isfile(info_path) and libs:
-            try:
-                with open(info_path, encoding="utf-8") as f:
-                    info = json.load(f)
-            except (OSError, ValueError):
-                return {"torch": None, "torch_minor": None, "library": libs[0],
-                        "error": f"{info_path} is unreadable; reinstall kwker"}
-            info["library"] = libs[0]
-            return info
-    return None
-
-
-def minor(version):
-    m = re.match(r"(\d+)\.(\d+)", version or "")
-    return f"{m.group(1)}.{m.group(2)}" if m else None
-
-
-@functools.lru_cache(maxsize=None)
-def running_torch():
-    """The installed torch's version (read once per process: it cannot change under it)."""
-    try:
-        return md.version("torch")
-    except md.PackageNotFoundError:
-        return None
-
-
-def availability():
-    """(True, "") when the compiled operators can load into this torch, else (False, why)."""
-    info = build_info()
-    if info is None:
-        return False, ("this installation has no compiled PyTorch operators (built without "
-                       "torch, or with KWKER_BUILD_TORCH_OPS=0)")
-    if info.get("error"):
-        return False, info["error"]
-    have = running_torch()
-    if minor(have) != info.get("torch_minor"):
-        return False, (f"the compiled PyTorch operators were built for torch {info['torch']}, "
-                       f"not {have}")
-    return True, ""
-
-
-def load():
-    """Loads the extension into this process (once) and returns torch.ops.kwker_torch.
-    Raises RuntimeError saying why when it cannot load."""
-    ok, why = availability()
-    if not ok:
-        raise RuntimeError(f"kwker.torch_ops: {why}; install the Kwker wheel built for your "
-                           "torch (its version ends in +torch2.M), or use compiled=False")
-    import torch
-    path = build_info()["library"]
-    with _lock:
-        if path not in _loaded:
-            try:
-                torch.ops.load_library(path)
-            except OSError as e:
-                raise RuntimeError(f"kwker.torch_ops: the compiled PyTorch operators at {path} "
-                                   f"did not load ({e}); reinstall kwker, or use "
-                                   "compiled=False") from e
-            _loaded[path] = None
-    return torch.ops.kwker_torch
+"""The compiled overrides of kwker.torch_ops: the extension's kernels switched on for torch's sort
+family on the CPU key (kwker_torch::enable), and the bare kernels the self-check runs. The
+extension itself (which torch it was built for, loading it) is kwker._torch.extension."""
+from kwker._torch.extension import load
 
 
 class CompiledOps:
@@ -131,13 +31,13 @@ class CompiledKernels:
         self._ns = load()
 
     def sort(self, x, dim, descending, threads):
-        return tuple(self._ns.sort(x, dim, descending, threads))
+        return tuple(self._ns.sort_kernel(x, dim, descending, threads))
 
     def topk(self, x, k, dim, largest, threads):
-        return tuple(self._ns.topk(x, k, dim, largest, threads))
+        return tuple(self._ns.topk_kernel(x, k, dim, largest, threads))
 
     def kthvalue(self, x, k, dim, keepdim, threads):
-        return tuple(self._ns.kthvalue(x, k, dim, keepdim, threads))
+        return tuple(self._ns.kthvalue_kernel(x, k, dim, keepdim, threads))
 
     def unique(self, x, return_inverse, return_counts, threads):
-        return tuple(self._ns.unique(x, return_inverse, return_counts, threads))
+        return tuple(self._ns.unique_kernel(x, return_inverse, return_counts, threads))

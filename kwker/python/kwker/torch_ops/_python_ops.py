@@ -16,7 +16,7 @@ import warnings
 
 import torch
 
-from . import _kernels as K
+from kwker._torch import kernels as K
 
 _BS = torch._C.DispatchKey.BackendSelect
 _aten = torch.ops.aten

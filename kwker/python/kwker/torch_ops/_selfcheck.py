@@ -12,15 +12,13 @@ The result is kept in KWKER_CACHE_DIR/torch_ops/, one file per (torch version, K
 CPU, engine, implementation), so a later process skips the check; KWKER_SELF_CHECK=force runs it
 again. A cache file that cannot be read is rebuilt, with a warning.
 """
-import os
 import time
 import warnings
 
 import torch
 
-from kwker import _cache
+from kwker._torch import kernels as _kernels
 
-from . import _kernels
 from . import _selfcheck_cache as C
 
 DTYPES = tuple(_kernels.CODES)
@@ -241,23 +239,16 @@ def results(kind, kernels, ops):
     """Results for `ops`: from the cache where it has them (unless KWKER_SELF_CHECK=force),
     else run now and stored. Returns (results, how) with how "cache", "run" or "mixed"."""
     again = C.force()
-    path = os.path.join(_cache.folder("torch_ops"), os.path.basename(C.path(kind)))
-    data, problem = _cache.read_json(path)
-    stored = {}
-    if data is not None:
-        if C.valid(data, kind):
-            stored = data["results"]
-        else:
-            problem = "not a Kwker self-check result for this configuration"
+    path = C.path(kind)
+    stored, problem = C.read(kind)
     if problem:
         warnings.warn(f"kwker.torch_ops: the self-check cache {path} was unreadable "
                       f"({problem}); the self-check runs again and rewrites it",
                       RuntimeWarning, stacklevel=5)
-        stored = {}
+    stored = dict(stored or {})
     todo = list(ops) if again else [op for op in ops if op not in stored]
     if todo:
         stored.update(run(kernels, todo))
-        _cache.write_json(path, {"schema": C.SCHEMA, "schema_version": C.SCHEMA_VERSION,
-                                 "key": C.key(kind), "results": stored})
+        C.write(kind, stored)
     how = "run" if len(todo) == len(ops) else "cache" if not todo else "mixed"
     return {op: stored[op] for op in ops}, how

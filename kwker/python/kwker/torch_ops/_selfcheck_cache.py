@@ -1,7 +1,8 @@
 """Where the self-check's results live (KWKER_CACHE_DIR/torch_ops/), read without torch.
 
-One JSON file per (torch version, Kwker version, CPU, engine, thread budget, implementation);
-the doctor reads it from any process to say which overrides stay off on this machine.
+One file of the kwker._cache store per (torch version, Kwker version, CPU, engine, thread
+budget, implementation); the doctor reads it from any process to say which overrides stay off
+on this machine.
 """
 import os
 
@@ -25,29 +26,38 @@ def force():
 
 def key(kind):
     import kwker
-    from ._compiled import running_torch
+    from kwker._torch.extension import running_torch
     return {"torch": running_torch(), "kwker": kwker.__version__, "implementation": kind,
             "corrupt": os.environ.get(CORRUPT_ENV, ""), **_cache.machine()}
 
 
+STORE = _cache.Store("torch_ops", SCHEMA, SCHEMA_VERSION, prefix="self-check-")
+
+
 def path(kind):
-    return os.path.join(_cache.root(), "torch_ops", f"self-check-{_cache.digest(key(kind))}.json")
+    return STORE.path(key(kind))
 
 
-def valid(data, kind):
-    return (isinstance(data, dict) and data.get("schema") == SCHEMA and
-            data.get("schema_version") == SCHEMA_VERSION and data.get("key") == key(kind) and
-            isinstance(data.get("results"), dict))
+def read(kind):
+    """(results, None), (None, None) when never run here, or (None, why the file is unusable)."""
+    data, problem = STORE.get(key(kind))
+    if data is not None and not isinstance(data.get("results"), dict):
+        return None, "no results in it"
+    return (data["results"] if data is not None else None), problem
+
+
+def write(kind, results):
+    return STORE.put(key(kind), {"results": results})
 
 
 def failures():
     """(failed ops, {op: detail}) of the last self-check of the implementation install() would
     use here; nothing when it never ran on this machine."""
-    from ._compiled import availability
+    from kwker._torch.extension import availability
     kind = "compiled" if availability()[0] else "python"
-    data, _ = _cache.read_json(path(kind))
-    if not valid(data, kind):
+    results, _ = read(kind)
+    if results is None:
         return [], {}
-    bad = {op: r.get("detail", "") for op, r in data["results"].items()
+    bad = {op: r.get("detail", "") for op, r in results.items()
            if isinstance(r, dict) and not r.get("ok", True)}
     return sorted(bad), bad

@@ -7,7 +7,7 @@ Kwker measured faster than torch's own kernel at every larger size tried, throug
 import json
 import os
 
-from . import _kernels
+from kwker._torch import kernels as _kernels
 
 _FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "thresholds.json")
 # Used for a dtype or op the table does not list (never measured): large enough that Kwker's

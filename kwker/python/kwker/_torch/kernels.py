@@ -6,7 +6,7 @@ take the input's strides (torch.empty_like), topk's and kthvalue's are contiguou
 is the largest value and -0.0 ties with 0.0 (KWKER_NAN_LARGEST), ties keep their input order.
 
 `accepts_*` say whether a call is one Kwker handles; the dispatcher-facing wrappers
-(_python_ops.py) send everything else to torch's own kernel, so torch's errors stay torch's.
+(kwker.torch_ops._python_ops, and the graph operators of ops.py) send everything else to torch's own kernel, so torch's errors stay torch's.
 The functions take the checked arguments (dim already in range) and never raise for them.
 """
 import os
@@ -14,8 +14,6 @@ import os
 import torch
 
 from kwker import _backend
-
-from ._selfcheck_cache import CORRUPT_ENV
 
 CODES = {
     torch.bool: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4,

@@ -1,4 +1,5 @@
-"""Weight quantisation at optimize() time, in torch (vectorised, once per layer): float32 weights
+"""Weight quantisation at pack time (kwker.cpu_backend.optimize, and the compile backend's
+CPU-backend modes), in torch (vectorised, once per layer): float32 weights
 [n, k] -> the (values, scales, mins) that the packer takes. Scales and minimums are rounded to
 float16, as GGUF stores them, so a layer quantised here and the same layer read from a GGUF file
 are the same numbers.
@@ -18,7 +19,7 @@ same float32 numbers, so the results are those of float32 storage bit for bit. D
 """
 import torch
 
-from ._optimize import SCHEMES  # noqa: F401  (re-exported: the scheme names live there)
+from .linear import SCHEMES  # noqa: F401  (re-exported: the scheme names live there)
 
 
 def _f16(t):
