@@ -27,7 +27,9 @@ import time
 import torch
 
 import kwker.torch_ops as ops
-from kwker.torch_ops import _kernels, _thresholds
+from kwker._torch import extension
+from kwker._torch import kernels as _kernels
+from kwker.torch_ops import _thresholds
 
 SIZES = [2 ** k for k in range(0, 17)]
 MIN_TIME, REPEATS = 0.005, 5
@@ -132,8 +134,8 @@ def main(argv=None):
     os.environ.setdefault("KWKER_CACHE_DIR", tempfile.mkdtemp(prefix="kwker-thresholds-"))
     result = _thresholds.load()
     for kind in args.kinds.split(","):
-        if kind == "compiled" and not ops._compiled.availability()[0]:
-            print(f"skipping compiled: {ops._compiled.availability()[1]}", file=sys.stderr)
+        if kind == "compiled" and not extension.availability()[0]:
+            print(f"skipping compiled: {extension.availability()[1]}", file=sys.stderr)
             continue
         result[kind] = measure(kind, lambda s: print(s, file=sys.stderr, flush=True))
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
