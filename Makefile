@@ -119,6 +119,8 @@ bench: setup
 # one C++ program, with the libkwker of BENCH_BASELINE (a checkout of that commit) built beside
 # this one and timed in the same run. Not part of `make test`. BENCH_ARGS= for the full run
 # (with 1e8; about an hour on 2 cores); the default --quick takes under 5 minutes.
+# BENCH_ARGS="--quick --isa avx2": the whole run held to AVX2 on any x86 machine (Kwker's avx2
+# engine, Highway's AVX2 target, the other sorts from a build for x86-64-v3).
 BENCH_BASELINE ?= 339cb58
 BENCH_ARGS ?= --quick
 bench-native:

@@ -1,7 +1,13 @@
 // Kwker against the best native sorts, in one C++ program (`make bench-native`).
 //
 //   kwker_native_bench --kwker PATH[=LABEL] [--kwker PATH=LABEL ...] [--quick] [--rounds N]
-//                      [--only SUBSTRING] [--json PATH]
+//                      [--only SUBSTRING] [--json PATH] [--isa avx2]
+//
+// --isa avx2: the whole run held to AVX2 on any x86 machine, so the AVX2 comparison can be made
+// on an AVX-512 one: every libkwker on its avx2 engine (kwker_set_isa), Highway's vqsort with
+// every target above AVX2 disabled (hwy::DisableTargets), and ips4o, pdqsort and std::sort, which
+// the compiler vectorises at build time, from a second build of this program for x86-64-v3
+// (AVX2, FMA, BMI2; no AVX-512): kwker_native_bench_avx2, which this binary runs in its place.
 //
 // Every libkwker given is loaded in its own link namespace (dlmopen), so the current build and
 // a previous release are timed side by side in the same run. Competitors, as Debian packages
@@ -22,6 +28,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -35,6 +42,7 @@
 #include <vector>
 
 #include <hwy/contrib/sort/vqsort.h>
+#include <hwy/targets.h>
 #include <ips4o.hpp>
 #include <pdqsort.h>
 
@@ -54,6 +62,7 @@ struct KwkerLib {
   int (*sort)(int, void *, int64_t, unsigned, int) = nullptr;
   const char *(*version)() = nullptr;
   const char *(*get_isa)() = nullptr;
+  int (*set_isa)(const char *) = nullptr;
   const char *(*last_error)() = nullptr;
 };
 
@@ -70,6 +79,7 @@ KwkerLib load_kwker(const std::string &arg) {
   lib.sort = reinterpret_cast<decltype(lib.sort)>(dlsym(h, "kwker_sort"));
   lib.version = reinterpret_cast<decltype(lib.version)>(dlsym(h, "kwker_version"));
   lib.get_isa = reinterpret_cast<decltype(lib.get_isa)>(dlsym(h, "kwker_get_isa"));
+  lib.set_isa = reinterpret_cast<decltype(lib.set_isa)>(dlsym(h, "kwker_set_isa"));
   lib.last_error = reinterpret_cast<decltype(lib.last_error)>(dlsym(h, "kwker_last_error"));
   if (!lib.sort || !lib.version || !lib.get_isa) {
     std::fprintf(stderr, "kwker_native_bench: %s is not a libkwker (missing symbols)\n",
@@ -474,18 +484,70 @@ void run_pass(const std::vector<size_t> &sizes, const Options &opt,
 
 }  // namespace
 
+// --isa avx2 from the -march=native build: the x86-64-v3 build beside it runs the whole benchmark
+// (exec, same arguments), so the competitors the compiler vectorises are held to AVX2 as well.
+int run_avx2_build(char **argv) {
+  std::string self = argv[0];
+  char buf[4096];
+  ssize_t len = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (len > 0) self.assign(buf, size_t(len));
+  std::string avx2 = self + "_avx2";
+  execv(avx2.c_str(), argv);
+  std::fprintf(stderr, "kwker_native_bench: --isa avx2 runs %s, which did not start (%s); build "
+                       "the target kwker_native_bench_avx2 (make bench-native builds both)\n",
+               avx2.c_str(), std::strerror(errno));
+  return 2;
+}
+
+// Every library held to AVX2: Kwker's engine and Highway's dispatch (this build itself is x86-64-v3).
+bool hold_to_avx2(const std::vector<KwkerLib> &kw) {
+  for (const KwkerLib &k : kw) {
+    if (!k.set_isa || k.set_isa("avx2") != KWKER_OK || std::strcmp(k.get_isa(), "avx2") != 0) {
+      std::fprintf(stderr, "kwker_native_bench: --isa avx2: %s cannot run its avx2 engine on this "
+                           "CPU (%s)\n", k.label.c_str(), k.last_error ? k.last_error() : "?");
+      return false;
+    }
+  }
+  hwy::DisableTargets(HWY_AVX2 - 1);  // every x86 target better than AVX2 (lower bits)
+  const int64_t best = hwy::SupportedTargets() & -hwy::SupportedTargets();
+  if (best != HWY_AVX2) {
+    std::fprintf(stderr, "kwker_native_bench: --isa avx2: Highway's best target is %s, not AVX2 "
+                         "(a CPU without AVX2?)\n", hwy::TargetName(best));
+    return false;
+  }
+  return true;
+}
+
 int main(int argc, char **argv) {
   Options opt;
+  bool avx2 = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--kwker" && i + 1 < argc) opt.kwker.push_back(load_kwker(argv[++i]));
+    if (a == "--isa" && i + 1 < argc) {
+      std::string isa = argv[++i];
+      if (isa != "avx2" && isa != "native") {
+        std::fprintf(stderr, "kwker_native_bench: --isa %s is not valid: use avx2 (the whole run "
+                             "held to AVX2) or native (the default)\n", isa.c_str());
+        return 2;
+      }
+      avx2 = isa == "avx2";
+    }
+  }
+#ifndef KWKER_BENCH_AVX2
+  if (avx2) return run_avx2_build(argv);
+#endif
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--isa") ++i;  // read above
+    else if (a == "--kwker" && i + 1 < argc) opt.kwker.push_back(load_kwker(argv[++i]));
     else if (a == "--quick") opt.quick = true;
     else if (a == "--rounds" && i + 1 < argc) opt.rounds = std::max(1, std::atoi(argv[++i]));
     else if (a == "--only" && i + 1 < argc) opt.only = argv[++i];
     else if (a == "--json" && i + 1 < argc) opt.json = argv[++i];
     else {
       std::fprintf(stderr, "usage: kwker_native_bench --kwker PATH[=LABEL] [--kwker ...] "
-                           "[--quick] [--rounds N] [--only SUBSTRING] [--json PATH]\n");
+                           "[--quick] [--rounds N] [--only SUBSTRING] [--json PATH] "
+                           "[--isa avx2|native]\n");
       return 2;
     }
   }
@@ -493,6 +555,9 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "kwker_native_bench: give at least one --kwker PATH\n");
     return 2;
   }
+#ifdef KWKER_BENCH_AVX2
+  if (!hold_to_avx2(opt.kwker)) return 2;
+#endif
   ips4o::StdThreadPool pool(2);
   double all0, own0;
   cpu_totals(all0, own0);
@@ -502,7 +567,15 @@ int main(int argc, char **argv) {
   for (const KwkerLib &k : opt.kwker)
     std::printf("- %s: libkwker %s, engine %s\n", k.label.c_str(), k.version(), k.get_isa());
   std::printf("- vqsort: Highway %s (Debian), ips4o and pdqsort (Debian), std::sort "
-              "(libstdc++); ips4o-par on a persistent 2-thread pool\n\n", KWKER_HWY_VERSION);
+              "(libstdc++); ips4o-par on a persistent 2-thread pool\n", KWKER_HWY_VERSION);
+#ifdef KWKER_BENCH_AVX2
+  std::printf("- held to AVX2 (--isa avx2): Kwker's avx2 engine; vqsort on Highway's %s target "
+              "(targets above it disabled); ips4o, pdqsort and std::sort compiled for x86-64-v3 "
+              "(no AVX-512)\n\n", hwy::TargetName(hwy::SupportedTargets() & -hwy::SupportedTargets()));
+#else
+  std::printf("- native: every library on the best this CPU runs (ips4o, pdqsort and std::sort "
+              "compiled with -march=native)\n\n");
+#endif
   std::printf("| dtype | input | n | threads | results |\n|---|---|---:|---:|---|\n");
   // Sizes up to 1e7 in one pass; 1e8 (the full run) in a second, so that its inputs are not
   // held beside the others' (about 10 GB more).
