@@ -170,8 +170,8 @@ class Integration:
         s = self.status() if state is None else state
         dis = s.get("disabled_by_env")
         parts = [f"install(): {'installed' if s.get('installed') else 'not installed'}",
-                 "KWKER_DISABLE=1: off" if dis else
-                 ("KWKER_DISABLE: invalid value" if dis is None else "enabled")]
+                 "disabled by KWKER_DISABLE=1" if dis else
+                 ("KWKER_DISABLE has an invalid value" if dis is None else "enabled")]
         fw = s.get("framework") or {}
         if fw:
             parts.append(", ".join(f"{m} {v}" if v else f"{m} missing" for m, v in fw.items()))

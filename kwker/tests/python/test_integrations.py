@@ -200,6 +200,8 @@ def test_kwker_disable_turns_each_integration_off_the_same_way(name, monkeypatch
         ENTRIES[name]()                      # once per process: no second notice
     state = _integrations.status()[name]
     assert state["installed"] is False and state["disabled_by_env"] is True
+    assert _integrations.get(name).doctor_line().startswith(
+        "install(): not installed; disabled by KWKER_DISABLE=1; ")
 
 
 # --- the cache store ---------------------------------------------------------------------------
