@@ -1,6 +1,6 @@
 """A link driver that links GCC-compiled objects against an older glibc (CMake's KWKER_GLIBC).
 
-    python glibc_link.py <glibc version> C|CXX <gcc or g++ link arguments...>
+    python glibc_link.py <glibc version> [--cxx=<C++ compiler>] C|CXX <gcc or g++ link arguments...>
 
 Why: what a Linux wheel can claim (its manylinux tag) is decided by the newest glibc and
 libstdc++ symbol versions its binaries need, and a link against this machine's glibc binds
@@ -23,9 +23,9 @@ import subprocess
 import sys
 
 
-def _gcc_file(name):
-    """The full path g++ itself would link for `name` (libstdc++.so, libgcc_s.so.1)."""
-    cxx = os.environ.get("KWKER_GLIBC_CXX", "g++")
+def _gcc_file(name, cxx):
+    """The full path the C++ compiler itself would link for `name` (libstdc++.so,
+    libgcc_s.so.1): the compiler that compiled the objects, so headers and library match."""
     path = subprocess.run([cxx, f"-print-file-name={name}"], capture_output=True, text=True,
                           check=True).stdout.strip()
     if not os.path.isabs(path):
@@ -35,10 +35,15 @@ def _gcc_file(name):
 
 
 def main(argv):
-    version, lang, args = argv[0], argv[1], argv[2:]
+    version, rest = argv[0], argv[1:]
+    cxx = os.environ.get("KWKER_GLIBC_CXX", "g++")
+    if rest and rest[0].startswith("--cxx="):
+        cxx, rest = rest[0].split("=", 1)[1] or cxx, rest[1:]
+    lang, args = rest[0], rest[1:]
     # Compile-only options (CMake passes the target's compile flags to the link line too).
     args = [a for a in args if a not in ("-fopenmp", "-pthread")]
-    runtime = [_gcc_file("libstdc++.so"), _gcc_file("libgcc_s.so.1")] if lang == "CXX" else []
+    runtime = ([_gcc_file("libstdc++.so", cxx), _gcc_file("libgcc_s.so.1", cxx)]
+               if lang == "CXX" else [])
     # This machine's libstdc++ and libgcc_s need this machine's glibc, which is not the one
     # linked against; on a user's machine their own do. Only our objects' needs are checked.
     cmd = [sys.executable, "-m", "ziglang", "cc", "-target", f"x86_64-linux-gnu.{version}",

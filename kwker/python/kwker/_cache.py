@@ -43,7 +43,23 @@ def folder(name, base=None):
     except OSError as e:
         raise OSError(f"kwker: cannot create the cache folder {path!r} ({e.strerror or e}); "
                       f"set {ENV} to a writable folder") from e
+    if base is None and not os.environ.get(ENV):
+        _tighten(top)
+        _tighten(path)
     return path
+
+
+def _tighten(path):
+    """Kwker's default cache folders, made by a Kwker that left the umask's mode (0775 under a
+    umask of 002), lose their group and other write bits: the checks before loading compiled
+    code would refuse them. Only the default location, which is Kwker's own; a KWKER_CACHE_DIR
+    the user chose keeps its mode (and a shared one is refused, with the fix)."""
+    try:
+        st = os.lstat(path)
+        if (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and st.st_mode & 0o022):
+            os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o022)
+    except OSError:
+        pass        # the load-time checks report what is still wrong
 
 
 def _problem(path, st, kind):

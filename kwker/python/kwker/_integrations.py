@@ -64,10 +64,12 @@ class Integration:
     """One integration's declaration and state; see the module docstring."""
 
     def __init__(self, name, install=None, uninstall=None, *, framework=(), extra=None,
-                 packages=None, report=None, summary=None):
+                 extras=None, packages=None, report=None, summary=None):
         self.name = name
         self.framework = tuple(framework)      # module names, e.g. ("torch",)
         self.extra = extra                     # "kwker[<extra>]" installs the framework
+        self.extras = dict(extras or {})       # module -> the extra that installs it, where
+        #                                        it is not `extra` (torch: kwker[torch], pinned)
         self.packages = dict(packages or {})   # module -> pip name where they differ
         self._install = install
         self._uninstall = uninstall
@@ -81,7 +83,12 @@ class Integration:
 
     @property
     def install_command(self):
-        return f'pip install "kwker[{self.extra}]"' if self.extra else None
+        """The command that installs every framework module (None without an extra)."""
+        return self._command(self.framework)
+
+    def _command(self, modules):
+        names = sorted({self.extras.get(m, self.extra) for m in modules} - {None})
+        return f'pip install "kwker[{",".join(names)}]"' if names else None
 
     def require(self, module, why):
         """`module` imported (on first use), or ImportError saying what needed it and how to
@@ -93,8 +100,8 @@ class Integration:
             return importlib.import_module(module)
         except ImportError as exc:
             pkg = self.packages.get(module, module.split(".")[0])
-            how = (f"{self.install_command} (or pip install \"{pkg}\")" if self.extra
-                   else f'pip install "{pkg}"')
+            cmd = self._command([module])
+            how = f"{cmd} (or pip install \"{pkg}\")" if cmd else f'pip install "{pkg}"'
             raise ImportError(f"kwker.{self.name}: {why} needs {pkg}, which is not importable "
                               f"({exc}). Install it with: {how}") from exc
 
@@ -111,9 +118,10 @@ class Integration:
     def notice(self, what):
         if self.name in _noticed:
             return
-        _noticed.add(self.name)
+        # Marked once issued: under -W error every call raises, as that filter asks.
         warnings.warn(f"kwker.{self.name}: {ENV}=1 is set; {what}", DisabledWarning,
                       stacklevel=4)
+        _noticed.add(self.name)
 
     # -- install / uninstall ------------------------------------------------------------------
 
@@ -158,17 +166,24 @@ class Integration:
         missing = [m for m, v in fw.items() if v is None]
         out = {"name": self.name, "framework": fw, "extra": self.extra,
                "missing": missing,
-               "install_command": self.install_command if missing else None,
+               "install_command": self._command(missing) if missing else None,
                "installed": self.installed, "disabled_by_env": disabled_quietly()}
-        if self._report is not None:
-            out.update(self._report())
-        out["summary"] = self._summary(out) if self._summary is not None else None
+        # The doctor must never fail, and a broken report must not hide the common fields.
+        try:
+            if self._report is not None:
+                out.update(self._report())
+            out["summary"] = self._summary(out) if self._summary is not None else None
+        except Exception as exc:
+            out["report_error"] = f"{type(exc).__name__}: {exc}"
+            out["summary"] = f"its report failed ({out['report_error']}); please report it"
         return out
 
     def doctor_line(self, state=None):
         """The doctor's one line: the same fields in the same order for every integration."""
         s = self.status() if state is None else state
-        dis = s.get("disabled_by_env")
+        if "disabled_by_env" not in s:
+            return f"status unavailable ({s.get('error') or 'its status query failed'})"
+        dis = s["disabled_by_env"]
         parts = [f"install(): {'installed' if s.get('installed') else 'not installed'}",
                  "disabled by KWKER_DISABLE=1" if dis else
                  ("KWKER_DISABLE has an invalid value" if dis is None else "enabled")]

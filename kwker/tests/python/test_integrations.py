@@ -354,8 +354,16 @@ with warnings.catch_warnings(record=True) as caught:
     y = ep.module()(x)
 want = ns.linear(x, saved["packed"], saved["b"], 2, 16, 32, 1)
 assert torch.equal(y, want), (y - want).abs().max()
+notes = [str(w.message) for w in caught if issubclass(w.category, FutureWarning)]
+# Moving off the old names: renamed in place, saved again, loaded without the alias.
+assert kwker.dynamo.migrate(ep) == 1 and "kwker.linear" not in str(ep.graph).replace("kwker_torch", "")
+torch.export.save(ep, sys.argv[1] + ".new")
+again = torch.export.load(sys.argv[1] + ".new")
+with warnings.catch_warnings():
+    warnings.simplefilter("error", FutureWarning)
+    assert torch.equal(again.module()(x), want)
 import json
-print(json.dumps([str(w.message) for w in caught if issubclass(w.category, FutureWarning)]))
+print(json.dumps(notes))
 """
 
 
@@ -374,7 +382,7 @@ def test_an_exported_program_naming_the_old_linear_still_loads(tmp_path):
     notes = json.loads(r.stdout.strip().splitlines()[-1])
     assert len(notes) == 1 and notes[0].startswith(
         "torch.ops.kwker.linear is deprecated and goes in the next release: it is "
-        "torch.ops.kwker_torch.linear now")
+        "torch.ops.kwker_torch.linear now") and "kwker.dynamo.migrate(graph)" in notes[0]
 
 
 def test_one_namespace_holds_every_operator_and_the_aliases_forward_to_it():
@@ -400,3 +408,52 @@ def test_one_namespace_holds_every_operator_and_the_aliases_forward_to_it():
         with warnings.catch_warnings():
             warnings.simplefilter("error", FutureWarning)
             getattr(torch.ops.kwker, name)(*a)       # once per process
+
+
+def test_migrate_renames_a_graph_modules_old_calls_and_rejects_other_objects():
+    import torch
+
+    import kwker.dynamo
+    kwker.dynamo.operators()
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    s = g.call_function(torch.ops.kwker.sort.default, (x, -1, False))
+    t = g.call_function(torch.ops.kwker.topk, (x, 2))
+    g.output((s, t))
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+    assert kwker.dynamo.migrate(gm) == 2
+    assert [n.target for n in gm.graph.nodes if n.op == "call_function"] == [
+        torch.ops.kwker_torch.sort.default, torch.ops.kwker_torch.topk]
+    assert "torch.ops.kwker." not in gm.code
+    xs = torch.tensor([3.0, 1.0, 2.0])
+    assert torch.equal(gm(xs)[0][0], torch.tensor([1.0, 2.0, 3.0]))
+    assert kwker.dynamo.migrate(gm) == 0
+    with pytest.raises(TypeError, match="expected a torch.fx.GraphModule or a torch.export"):
+        kwker.dynamo.migrate(torch.nn.Linear(2, 2))
+
+
+def test_a_failing_report_keeps_the_common_fields_and_the_doctor_line():
+    def broken():
+        raise OSError("kwker_linear_kernel returned NULL")
+    integ = _integrations.Integration("testing.broken", framework=("torch", "no_such_lib_kw"),
+                                      extra="llm", extras={"torch": "torch"}, report=broken)
+    state = integ.status()
+    assert state["report_error"] == "OSError: kwker_linear_kernel returned NULL"
+    assert state["disabled_by_env"] is False and state["missing"] == ["no_such_lib_kw"]
+    assert state["install_command"] == 'pip install "kwker[llm]"'
+    line = integ.doctor_line(state)
+    assert line.startswith("install(): not installed; enabled; ") and "its report failed" in line
+    assert integ.install_command == 'pip install "kwker[llm,torch]"'
+    assert integ.doctor_line({}) == "status unavailable (its status query failed)"
+
+
+def test_torch_integrations_point_at_the_pinned_torch_extra():
+    import kwker.cpu_backend  # noqa: F401
+    import kwker.dynamo  # noqa: F401
+    import kwker.torch_ops  # noqa: F401
+    for name in ("torch_ops", "dynamo"):
+        assert _integrations.get(name).install_command == 'pip install "kwker[torch]"'
+    assert _integrations.get("cpu_backend").install_command == 'pip install "kwker[llm,torch]"'
+    cpu = _integrations.get("cpu_backend")
+    assert cpu._command(["torch"]) == 'pip install "kwker[torch]"'
+    assert cpu._command(["gguf"]) == 'pip install "kwker[llm]"'

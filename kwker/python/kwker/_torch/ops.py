@@ -64,11 +64,11 @@ def register_compiled():
     with _lock:
         if _fakes_done:
             return
-        _fakes_done.append(True)
 
-    @torch.library.register_fake(f"{NAMESPACE}::linear")
-    def _linear_fake(x, packed, bias, mode, n, group, threads):
-        return x.new_empty((*x.shape[:-1], n), dtype=torch.float32)
+        @torch.library.register_fake(f"{NAMESPACE}::linear")
+        def _linear_fake(x, packed, bias, mode, n, group, threads):
+            return x.new_empty((*x.shape[:-1], n), dtype=torch.float32)
+        _fakes_done.append(True)    # only once registered: a failure is retried, not hidden
 
 
 # --- the graph operators -----------------------------------------------------------------------
@@ -183,8 +183,9 @@ def _alias(name):
             _warned.add(name)
             warnings.warn(f"torch.ops.{DEPRECATED_NAMESPACE}.{name} is deprecated and goes in the "
                           f"next release: it is torch.ops.{NAMESPACE}.{name} now (Kwker's one "
-                          "operator namespace); re-export or re-save the graph to use the new "
-                          "name", FutureWarning, stacklevel=2)
+                          "operator namespace); kwker.dynamo.migrate(graph) renames the calls "
+                          "of a GraphModule or an ExportedProgram, then save it again",
+                          FutureWarning, stacklevel=2)
         if name == "linear":
             return linear_op()(*args)
         return getattr(torch.ops.kwker_torch, name).default(*args)
@@ -196,5 +197,47 @@ _old = torch.library.Library(DEPRECATED_NAMESPACE, "DEF")
 for _name, _schema in (*SCHEMAS.items(), ("linear", LINEAR_SCHEMA)):
     _old.define(_schema)
     _old.impl(_name, _alias(_name), "CompositeImplicitAutograd")
+
+
+
+def migrate(obj):
+    """Points every call of a deprecated kwker:: operator in a GraphModule or an ExportedProgram
+    (its graph_module) at the kwker_torch operator of the same schema, in place, submodules
+    included; returns how many calls it renamed. Exporting again does not: torch.export keeps a
+    custom operator's name even where it could decompose it."""
+    root = getattr(obj, "graph_module", obj)
+    if not isinstance(root, torch.fx.GraphModule):
+        raise TypeError(f"kwker.dynamo.migrate: expected a torch.fx.GraphModule or a "
+                        f"torch.export.ExportedProgram, got {type(obj).__name__}")
+    renamed = 0
+    for mod in root.modules():
+        if not isinstance(mod, torch.fx.GraphModule):
+            continue
+        changed = 0
+        for node in mod.graph.nodes:
+            new = _renamed(node.target) if node.op == "call_function" else None
+            if new is not None:
+                node.target, changed = new, changed + 1
+        if changed:
+            mod.recompile()
+            renamed += changed
+    return renamed
+
+
+def _renamed(target):
+    if isinstance(target, torch._ops.OpOverload) and target.namespace == DEPRECATED_NAMESPACE:
+        packet = _new_packet(target._schema.name.split("::", 1)[1])
+        return getattr(packet, target._overloadname)
+    if isinstance(target, torch._ops.OpOverloadPacket) and \
+            target._qualified_op_name.startswith(DEPRECATED_NAMESPACE + "::"):
+        return _new_packet(target._qualified_op_name.split("::", 1)[1])
+    return None
+
+
+def _new_packet(name):
+    if name == "linear":
+        compiled()          # the compiled operator exists only once the extension is loaded
+    return getattr(torch.ops.kwker_torch, name)
+
 
 ops = torch.ops.kwker_torch

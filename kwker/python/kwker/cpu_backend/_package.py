@@ -62,6 +62,13 @@ def _files():
 
 
 def _bind(lib):
+    try:
+        return _bind_symbols(lib)
+    except AttributeError as e:   # not a decoder library at all
+        raise OSError(f"not a Kwker decoder library ({e})") from e
+
+
+def _bind_symbols(lib):
     lib.kwd_step.restype = ctypes.c_int
     lib.kwd_step.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int)
     lib.kwd_abi.restype = ctypes.c_int
@@ -161,8 +168,15 @@ def _private_folder():
     return _private[0]
 
 
-def _load_checked(so_path, top, sha256):
-    return _cache.load_library(so_path, top, lambda p: _bind(ctypes.CDLL(p)), sha256=sha256)
+def _load_checked(so_path, top, sha256, desc):
+    """The package at so_path through _cache.load_library, and then checked to be the library
+    built for desc's shapes (what the dynamic loader handed back, not only what was on disk)."""
+    lib = _cache.load_library(so_path, top, lambda p: _bind(ctypes.CDLL(p)), sha256=sha256)
+    want = " ".join(f"{k}={int(desc['shapes'][k])}" for k in SHAPE_FIELDS)
+    got = (lib.kwd_build_info() or b"").decode(errors="replace")
+    if got != want:
+        raise OSError(f"the library loaded from {so_path} was built for {got!r}, not {want!r}")
+    return lib
 
 
 def load(shapes, engine, cache_dir=None, generic_only=False):
@@ -195,9 +209,11 @@ def load(shapes, engine, cache_dir=None, generic_only=False):
         return _loaded[so_path], _info("package", key, "already loaded in this process")
     man_path = os.path.join(folder, key + ".json")
     manifest, bad = MANIFESTS.get(desc, path=man_path)
+    if manifest is not None and not isinstance(manifest.get("sha256"), str):
+        manifest, bad = None, "its manifest names no SHA-256"
     if manifest is not None and os.path.exists(so_path):
         try:
-            lib = _load_checked(so_path, top, manifest.get("sha256"))
+            lib = _load_checked(so_path, top, manifest["sha256"], desc)
             _loaded[so_path] = lib
             _stats["loaded"] += 1
             return lib, _info("package", key, f"loaded from {folder}")
@@ -212,7 +228,7 @@ def load(shapes, engine, cache_dir=None, generic_only=False):
     try:
         _build(cmd, desc, so_path)
         sha = _sha(so_path)
-        lib = _load_checked(so_path, top, sha)
+        lib = _load_checked(so_path, top, sha, desc)
     except (OSError, subprocess.SubprocessError) as e:
         return _generic(f"building the decoder package failed, so the generic decode step runs: "
                         f"{e}")

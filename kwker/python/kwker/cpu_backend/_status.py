@@ -188,6 +188,7 @@ def _install():
 # process-wide to undo (a loaded library stays loaded, and optimized models are the caller's).
 INTEGRATION = _integrations.register(
     NAME, _install, None, framework=("torch", "transformers", "gguf"), extra="llm",
+    extras={"torch": "torch"},
     report=_report, summary=_summary)
 
 

@@ -94,6 +94,15 @@ def operators():
     return ops.ops
 
 
+def migrate(graph):
+    """Renames, in place, the calls of the deprecated torch.ops.kwker.* operators (sort,
+    argsort, topk, kthvalue, linear) in a torch.fx.GraphModule or a torch.export
+    ExportedProgram to their torch.ops.kwker_torch.* names (same schemas, same results); save
+    it again afterwards. Returns how many calls it renamed."""
+    from kwker._torch import ops
+    return ops.migrate(graph)
+
+
 def status():
     """The backend's state (what the doctor shows): the contract's common fields, then
     _report()'s. Imports no torch."""
@@ -102,7 +111,7 @@ def status():
 
 # Installed by the backend itself when it compiles its first graph (torch finds the backend
 # through the entry point; there is nothing to switch on beforehand or to undo afterwards).
-INTEGRATION = _integrations.register("dynamo", None, None, framework=("torch",),
+INTEGRATION = _integrations.register("dynamo", None, None, framework=("torch",), extra="torch",
                                      report=_report, summary=_summary)
 
 

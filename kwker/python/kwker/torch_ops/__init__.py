@@ -159,5 +159,5 @@ def _cached_failures():
         return [], {}
 
 
-_INTEGRATION = _integrations.register(NAME, _install, _uninstall, framework=("torch",),
+_INTEGRATION = _integrations.register(NAME, _install, _uninstall, framework=("torch",), extra="torch",
                                       report=_report, summary=_summary)
