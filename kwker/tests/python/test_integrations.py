@@ -457,3 +457,21 @@ def test_torch_integrations_point_at_the_pinned_torch_extra():
     cpu = _integrations.get("cpu_backend")
     assert cpu._command(["torch"]) == 'pip install "kwker[torch]"'
     assert cpu._command(["gguf"]) == 'pip install "kwker[llm]"'
+
+
+def test_default_cache_folders_left_group_writable_are_tightened(tmp_path, monkeypatch):
+    monkeypatch.delenv("KWKER_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    old = tmp_path / "kwker" / "decoder"
+    old.mkdir(parents=True)
+    for p in (old.parent, old):
+        p.chmod(0o775)                          # what a umask of 002 gave earlier builds
+    assert _cache.folder("decoder") == str(old)
+    assert [p.stat().st_mode & 0o777 for p in (old.parent, old)] == [0o755, 0o755]
+    assert _cache.untrusted(str(old), str(old.parent)) is None
+    chosen = tmp_path / "chosen"
+    chosen.mkdir(mode=0o775)
+    chosen.chmod(0o775)
+    monkeypatch.setenv("KWKER_CACHE_DIR", str(chosen))
+    _cache.folder("decoder")
+    assert chosen.stat().st_mode & 0o777 == 0o775   # a folder the user chose keeps its mode
