@@ -50,6 +50,28 @@ def model():
                                                 dtype=torch.float32).eval()
 
 
+@pytest.fixture
+def file_model(model, monkeypatch):
+    """load_gguf() with transformers' own load of the file (AutoModelForCausalLM.from_pretrained,
+    15 s on two cores) answered by a copy of `model`, the very same call's result: the GGUF
+    blocks still come from the file through load_gguf's own reader and are matched against the
+    copy's weights. The call itself is checked here; its unpatched path runs in
+    test_cpu_backend_docs.py (docs block 5) and test_bench_llm.py's Kwker worker."""
+    import copy
+    from transformers import AutoModelForCausalLM
+    calls = []
+
+    def from_pretrained(folder, **kw):
+        calls.append((folder, kw))
+        assert os.path.samefile(folder, FOLDER), folder
+        assert kw == {"gguf_file": FILE, "dtype": torch.float32}, kw
+        return copy.deepcopy(model)
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", from_pretrained)
+    yield calls
+    assert len(calls) == 1, calls
+
+
 @pytest.fixture(scope="module")
 def text(model):
     """25 tokens: the prompt and the model's own greedy continuation."""
@@ -117,7 +139,7 @@ def test_sampling_and_several_sequences_run(model):
     assert out.shape == (4, 11)
 
 
-def test_load_gguf_packs_the_files_blocks_exactly(model, text):
+def test_load_gguf_packs_the_files_blocks_exactly(model, text, file_model):
     m = cb.load_gguf(os.path.join(FOLDER, FILE))
     layers = {n: mod for n, mod in m.named_modules() if isinstance(mod, KwkerLinear)}
     assert len(layers) == 30 * 7 + 1
@@ -157,7 +179,7 @@ def test_load_gguf_bad_input(tmp_path):
         cb.load_gguf(src, mode="medium", activations="int8")
 
 
-def test_load_gguf_int8_activations_run_the_files_blocks_as_w4a8(model):
+def test_load_gguf_int8_activations_run_the_files_blocks_as_w4a8(model, file_model):
     """activations="int8": the file's int4 / int8 blocks as W4A8 / W8A8 layers (the scheme
     llama.cpp runs them in), through the fused step, still answering " Paris"."""
     m = cb.load_gguf(os.path.join(FOLDER, FILE), activations="int8")
