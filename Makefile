@@ -22,6 +22,7 @@ NOJOBSERVER := env -u MAKEFLAGS -u MFLAGS
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: setup setup-packages setup-toolchains demo test test-native test-python test-python-kwker test-python-compileiq test-wheel \
+	test-python-kwker-early test-native-wheel-late \
 	test-native-wheel bench bench-native bench-llm clean
 
 $(VENV)/bin/python:
@@ -60,13 +61,24 @@ demo: setup
 # builds and smokes (one chain: they share the CMake tree). CompileIQ's suite times real binaries
 # (the canary, worker concurrency), so it runs alone once they are done. -O: each job's output
 # comes in one piece.
+# The Kwker suite's slowest files (a real model, the CPU-backend page, the llama.cpp worker) run in
+# the other slot, after the native tests and the wheel, so that both slots end at about the same
+# time (the suite alone was the longest job of the two).
+KWKER_PY_LATE := tests/python/test_cpu_backend_llm.py tests/python/test_cpu_backend_docs.py \
+	tests/python/test_bench_llm.py
 test: setup
-	$(MAKE) --no-print-directory -j2 -O test-python-kwker test-native-wheel
+	$(MAKE) --no-print-directory -j2 -O test-python-kwker-early test-native-wheel-late
 	$(MAKE) --no-print-directory test-python-compileiq
 
 test-native-wheel:
 	$(MAKE) --no-print-directory test-native
 	$(MAKE) --no-print-directory test-wheel
+
+test-python-kwker-early:
+	cd kwker && $(NOJOBSERVER) $(PY) -m pytest tests/python $(addprefix --ignore=,$(KWKER_PY_LATE))
+
+test-native-wheel-late: test-native-wheel
+	cd kwker && $(NOJOBSERVER) $(PY) -m pytest $(KWKER_PY_LATE)
 
 test-native:
 	$(TREE_CMAKE); $$c -S kwker -B $(NATIVE) -G Ninja -DKWKER_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null && \
