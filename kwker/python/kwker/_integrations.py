@@ -126,18 +126,35 @@ class Integration:
     # -- install / uninstall ------------------------------------------------------------------
 
     def install(self, **options):
-        """Installs unless KWKER_DISABLE=1; returns whether the integration is now installed."""
+        """Installs unless KWKER_DISABLE=1; returns whether the integration is now installed.
+        When installing with new options fails, the install in force before is put back (and
+        the error raised), so a failed call changes nothing."""
         with self._lock:
             if self.off("install() changes nothing"):
                 return False
             if self.installed and options == self.options:
                 return True
+            previous = self.options if self.installed else None
             if self.installed:
                 self.uninstall()
-            if self._install is not None:
-                self._install(**options)
+            try:
+                if self._install is not None:
+                    self._install(**options)
+            except BaseException:
+                if previous is not None and self._install is not None:
+                    try:
+                        self._install(**previous)
+                        self.installed, self.options = True, previous
+                    except Exception:
+                        pass    # the first error is the one to report
+                raise
             self.installed, self.options = True, dict(options)
             return True
+
+    def locked(self):
+        """The lock install() and uninstall() hold, for an integration's own changes that must
+        not interleave with them."""
+        return self._lock
 
     def uninstall(self):
         """Undoes install(). An integration without an uninstall callable has nothing

@@ -475,3 +475,19 @@ def test_default_cache_folders_left_group_writable_are_tightened(tmp_path, monke
     monkeypatch.setenv("KWKER_CACHE_DIR", str(chosen))
     _cache.folder("decoder")
     assert chosen.stat().st_mode & 0o777 == 0o775   # a folder the user chose keeps its mode
+
+
+def test_a_failed_reinstall_puts_the_previous_install_back():
+    log = []
+
+    def install(ops):
+        if ops == "bad":
+            raise RuntimeError("cannot load")
+        log.append(("on", ops))
+
+    integ = _integrations.Integration("testing.reinstall", install, lambda: log.append("off"))
+    assert integ.install(ops="sort") is True
+    with pytest.raises(RuntimeError, match="cannot load"):
+        integ.install(ops="bad")
+    assert integ.installed is True and integ.options == {"ops": "sort"}
+    assert log == [("on", "sort"), "off", ("on", "sort")]

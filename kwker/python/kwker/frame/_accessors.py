@@ -96,16 +96,18 @@ def install():
     """Registers df.kwker.* on pandas and Polars; returns True when Kwker sorts through them
     (False with KWKER_DISABLE=1, where they call the library's own sort)."""
     _integrations.disabled()             # an invalid KWKER_DISABLE fails before any change
-    if not INTEGRATION.install():
-        register_names()                 # names only: they run the library's own sort
-        return False
-    return True
+    with INTEGRATION.locked():           # no other thread's install / uninstall in between
+        if not INTEGRATION.install():
+            register_names()             # names only: they run the library's own sort
+            return False
+        return True
 
 
 def uninstall():
     """Removes the accessors (pandas' and Polars' own methods were never changed)."""
-    INTEGRATION.uninstall()
-    remove_names()
+    with INTEGRATION.locked():
+        INTEGRATION.uninstall()
+        remove_names()
 
 
 def registered():
