@@ -148,6 +148,15 @@ def load_library(path, top, loader, sha256=None):
     return loader(via)
 
 
+def sha256_file(path):
+    """The SHA-256 of a file's bytes, in hex."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return _fd_sha256(fd)
+    finally:
+        os.close(fd)
+
+
 def _fd_sha256(fd):
     h = hashlib.sha256()
     os.lseek(fd, 0, os.SEEK_SET)

@@ -16,7 +16,9 @@ it says about itself. The base supplies the rest, the same way for all of them:
                            integration, the first time it is used (nothing is printed)
     status()               {"name", "framework", "extra", "installed", "disabled_by_env", ...
                            the report}; also what `python -m kwker doctor` shows, one line each
-    store(kind)            a schema-checked cache store under KWKER_CACHE_DIR/<name>/ (_cache)
+
+Cache files go through kwker._cache.Store (one schema-checked envelope); each integration makes
+the Store of its own files (folder, file prefix, schema name).
 
 With KWKER_DISABLE=1 every entry point keeps working as if Kwker were absent: install() changes
 nothing and returns False, the compile backend returns graphs unchanged, optimize() returns the
@@ -212,11 +214,6 @@ class Integration:
         if s.get("summary"):
             parts.append(s["summary"])
         return "; ".join(parts)
-
-    def store(self, kind, version=1):
-        """The schema-checked cache store of this integration's `kind` of file."""
-        from kwker import _cache
-        return _cache.Store(self.name, f"kwker.{self.name}.{kind}", version)
 
 
 _REGISTRY = {}

@@ -18,7 +18,6 @@ instead and status() says why.
 import atexit
 import ctypes
 import functools
-import hashlib
 import json
 import os
 import shutil
@@ -112,14 +111,6 @@ def _compiler_version(cmd):
         return "?"
 
 
-def _sha(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def package_key(shapes, engine):
     """(key, description) of the package for these shapes on this engine."""
     import kwker
@@ -129,8 +120,9 @@ def package_key(shapes, engine):
         flags = json.load(fh).get(engine, [])
     desc = {"abi": ABI, "shapes": {k: int(shapes[k]) for k in SHAPE_FIELDS}, "engine": engine,
             "flags": flags, "kwker": kwker.__version__,
-            "source": _sha(f["src"])[:16], "header": _sha(f["header"])[:16],
-            "api": _sha(os.path.join(f["include"], "kwker", "kwker.h"))[:16],
+            "source": _cache.sha256_file(f["src"])[:16],
+            "header": _cache.sha256_file(f["header"])[:16],
+            "api": _cache.sha256_file(os.path.join(f["include"], "kwker", "kwker.h"))[:16],
             "compiler": _version_of(tuple(cmd)) if cmd else None}
     return _cache.digest(desc), desc
 
@@ -227,7 +219,7 @@ def load(shapes, engine, cache_dir=None, generic_only=False):
     t0 = time.perf_counter()
     try:
         _build(cmd, desc, so_path)
-        sha = _sha(so_path)
+        sha = _cache.sha256_file(so_path)
         lib = _load_checked(so_path, top, sha, desc)
     except (OSError, subprocess.SubprocessError) as e:
         return _generic(f"building the decoder package failed, so the generic decode step runs: "
