@@ -232,6 +232,62 @@ inline size_t partition(typename S::Key* a, size_t n, typename S::Key pivot,
   return m;
 }
 
+// The same partition from src into dst (no overlap, n >= W): the copy and the first partition
+// pass in one, reading src once in one rising stream instead of both ends of one buffer. Keys
+// <= pivot go to dst from the front, the others from the back; every vector is stored whole at
+// both ends (S::partition_store), which never writes outside the unwritten middle because that
+// is always a whole number of vectors. kStopped when a key hits guard (src untouched; dst
+// holds garbage).
+template <class S, class Guard = NoGuard>
+inline size_t partition_copy(const typename S::Key* src, typename S::Key* dst, size_t n,
+                             typename S::Key pivot, const Guard& guard = Guard()) {
+  using T = typename S::Key;
+  using V = typename S::V;
+  constexpr size_t W = S::W;
+  constexpr size_t U = S::kUnroll;
+  const V vp = S::set1(pivot);
+  const size_t rem = n % W;
+  if constexpr (Guard::kOn) {
+    bool hit = false;
+    for (size_t i = 0; i < rem; ++i) hit |= guard.hit_key(src[i]);
+    if (hit) return kStopped;
+  }
+  memcpy(dst, src, rem * sizeof(T));  // set aside at the front, as partition() does
+  const T* rd = src + rem;
+  const T* const end = src + n;
+  T* wl = dst + rem;
+  T* wr = dst + n;
+  while (size_t(end - rd) >= U * W) {
+    V v[U];
+#pragma GCC unroll 16
+    for (size_t u = 0; u < U; ++u) v[u] = S::load(rd + u * W);
+    for (size_t b = 0; b < U * W * sizeof(T); b += 64)
+      __builtin_prefetch(reinterpret_cast<const char*>(rd) + kPrefetchBytes + b, 0, 3);
+    if constexpr (Guard::kOn)
+      if (guard.hit(v, U)) return kStopped;
+    rd += U * W;
+#pragma GCC unroll 16
+    for (size_t u = 0; u < U; ++u) S::partition_store(v[u], vp, wl, wr);
+  }
+  while (rd != end) {
+    const V v = S::load(rd);
+    if constexpr (Guard::kOn)
+      if (guard.hit(&v, 1)) return kStopped;
+    rd += W;
+    S::partition_store(v, vp, wl, wr);
+  }
+  size_t m = size_t(wl - dst);
+  for (size_t i = rem; i-- > 0;) {
+    if (dst[i] > pivot) {
+      --m;
+      const T t = dst[i];
+      dst[i] = dst[m];
+      dst[m] = t;
+    }
+  }
+  return m;
+}
+
 // ---------------------------------------------------------------------------
 // Pivot. Small ranges are partitioned often, so their pivot must be cheap: the
 // "ninther" (median of three medians of three, from 9 evenly spaced keys) is a few
@@ -296,7 +352,86 @@ struct NoFinalize {
   template <class T> KWKER_VQ_INLINE void operator()(T*, size_t) const {}
 };
 
-template <class S, class Fin>
+// How a quicksort's leaves (leaf_sort) compare its keys. On AVX2 an int64 compare-exchange is a
+// vpcmpgtq and two blends, a float64 one a vminpd and a vmaxpd, so 64-bit leaves there compare
+// doubles whose float order is the keys' order wherever one can be had:
+enum KeyKind {
+  kIntKeys = 0,    // integer networks only
+  // The bit patterns of NaN-free doubles (the in-place float sort): as they are where >= 0,
+  // with the sign bit cleared where < 0 (-0.0 down to -inf: a bigger magnitude is a bigger
+  // integer there).
+  kFloatBits = 1,
+  // Any int64 keys: w >= 0 read as a double is monotone up to +inf's bits (0x7FF0...), and
+  // w < 0 with every bit but the sign flipped is monotone down to ~that (a negative double whose
+  // magnitude shrinks as w grows; FloatCodec's keys come back as their own values). Denormals
+  // included, so MXCSR's DAZ bit must be clear.
+  kInt64AsDouble = 2,
+};
+
+#if defined(__AVX2__) && !defined(__AVX512F__)
+// Negative 64-bit keys made doubles in registers by an XOR with Mask (and back on store), so
+// that the doubles' order is the keys' order (vq::KeyKind): the sign bit for the bit patterns of
+// negative doubles, every bit but the sign for int64 keys below 0.
+template <uint64_t Mask> struct XorF64Ops : FOps<double> {
+  static KWKER_VQ_INLINE V flip(V v) {
+    return _mm256_xor_pd(v, _mm256_castsi256_pd(_mm256_set1_epi64x(int64_t(Mask))));
+  }
+  static KWKER_VQ_INLINE V load(const double* p) { return flip(FOps<double>::load(p)); }
+  static KWKER_VQ_INLINE void store(double* p, V v) { FOps<double>::store(p, flip(v)); }
+  static KWKER_VQ_INLINE V load_partial(const double* p, size_t n) {
+    const __m256i m = Ops<int64_t>::first_lanes(n);
+    return _mm256_blendv_pd(set1(Limits<double>::kMax), flip(_mm256_maskload_pd(p, m)),
+                            _mm256_castsi256_pd(m));
+  }
+  static KWKER_VQ_INLINE void store_partial(double* p, V v, size_t n) {
+    FOps<double>::store_partial(p, flip(v), n);
+  }
+};
+
+template <class S> KWKER_VQ_INLINE void leaf_networks(double* d, size_t n, bool pair) {
+  if (pair) pair_sort<S>(d, n);
+  else small_sort<S>(d, n);
+}
+#endif
+
+// One leaf of the quicksort, keys in [lo, hi]: n <= kLeaf keys (small_sort), or up to twice that
+// by the two-network merge (pair). A leaf compares doubles only where its bounds put every key
+// on one side of 0 and, for kInt64AsDouble, within the monotone range; else (a leaf spanning 0,
+// or one that may hold a key beyond it) the integer networks. The result is the same bits
+// either way.
+template <class S, int Kind>
+KWKER_VQ_INLINE void leaf_sort(typename S::Key* a, size_t n, typename S::Key lo,
+                               typename S::Key hi, bool pair) {
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  if constexpr (Kind != kIntKeys && sizeof(typename S::Key) == 8) {
+    constexpr int64_t kInf = 0x7FF0000000000000;  // +inf's bits
+    double* d = reinterpret_cast<double*>(a);
+    if (lo >= 0 && (Kind == kFloatBits || hi <= kInf)) {
+      leaf_networks<FOps<double>>(d, n, pair);
+      return;
+    }
+    if (hi < 0 && Kind == kFloatBits) {
+      leaf_networks<XorF64Ops<0x8000000000000000u>>(d, n, pair);
+      return;
+    }
+    if (hi < 0 && lo >= ~kInf) {
+      leaf_networks<XorF64Ops<0x7FFFFFFFFFFFFFFFu>>(d, n, pair);
+      return;
+    }
+  }
+#endif
+  (void)lo;
+  (void)hi;
+  if constexpr (S::W > 1) {
+    if (pair) {
+      pair_sort<S>(a, n);
+      return;
+    }
+  }
+  small_sort<S>(a, n);
+}
+
+template <class S, class Fin, int Kind = kIntKeys>
 inline void quicksort(typename S::Key* a, size_t n, typename S::Key lo, typename S::Key hi,
                       int depth, const Fin& fin) {
   using T = typename S::Key;
@@ -304,13 +439,13 @@ inline void quicksort(typename S::Key* a, size_t n, typename S::Key lo, typename
   static_assert(kLeaf >= 2 * S::kUnroll * S::W + S::W, "partition needs 2U+1 vectors");
   for (;;) {
     if (n <= kLeaf) {
-      small_sort<S>(a, n);
+      leaf_sort<S, Kind>(a, n, lo, hi, false);
       fin(a, n);
       return;
     }
     if constexpr (S::W > 1) {
       if (n <= 2 * kLeaf && pair_leaf<S>(n)) {
-        pair_sort<S>(a, n);
+        leaf_sort<S, Kind>(a, n, lo, hi, true);
         fin(a, n);
         return;
       }
@@ -341,26 +476,26 @@ inline void quicksort(typename S::Key* a, size_t n, typename S::Key lo, typename
     }
     // m >= 1 because the pivot itself is <= pivot. Recurse on the smaller side.
     if (m < n - m) {
-      quicksort<S>(a, m, lo, p, depth, fin);
+      quicksort<S, Fin, Kind>(a, m, lo, p, depth, fin);
       a += m;
       n -= m;
       lo = T(p + 1);
     } else {
-      quicksort<S>(a + m, n - m, T(p + 1), hi, depth, fin);
+      quicksort<S, Fin, Kind>(a + m, n - m, T(p + 1), hi, depth, fin);
       n = m;
       hi = p;
     }
   }
 }
 
-template <class S, class Fin = NoFinalize>
+template <class S, class Fin = NoFinalize, int Kind = kIntKeys>
 inline void sort(typename S::Key* a, size_t n, const Fin& fin = Fin()) {
   using T = typename S::Key;
   if (n < 2) {
     fin(a, n);
     return;
   }
-  quicksort<S>(a, n, Limits<T>::kMin, Limits<T>::kMax, 2 * floor_log2(n) + 4, fin);
+  quicksort<S, Fin, Kind>(a, n, Limits<T>::kMin, Limits<T>::kMax, 2 * floor_log2(n) + 4, fin);
 }
 
 // Sorts a[0..n) unless some key k has (k & mask) > lim, and returns whether it did. The test
@@ -369,7 +504,7 @@ inline void sort(typename S::Key* a, size_t n, const Fin& fin = Fin()) {
 // own (float32 [0, 1) at 1e7 on one thread, native benchmark: 4.55 -> 4.13 ns/el; vqsort
 // 4.02). When it returns false, only keys without the property have moved, so every key with
 // it is still at its input position.
-template <class S, class Fin = NoFinalize>
+template <class S, int Kind = kIntKeys, class Fin = NoFinalize>
 inline bool sort_unless_above(typename S::Key* a, size_t n, typename S::Key mask,
                               typename S::Key lim, const Fin& fin = Fin()) {
   using T = typename S::Key;
@@ -379,7 +514,10 @@ inline bool sort_unless_above(typename S::Key* a, size_t n, typename S::Key mask
     bool hit = false;
     for (size_t i = 0; i < n; ++i) hit |= guard.hit_key(a[i]);
     if (hit) return false;
-    sort<S>(a, n, fin);
+    if (n >= 2)
+      quicksort<S, Fin, Kind>(a, n, Limits<T>::kMin, Limits<T>::kMax,
+                                   2 * floor_log2(n) + 4, fin);
+    else fin(a, n);
     return true;
   }
   T p = choose_pivot<S>(a, n);
@@ -387,15 +525,52 @@ inline bool sort_unless_above(typename S::Key* a, size_t n, typename S::Key mask
   const size_t m = partition<S>(a, n, p, guard);
   if (m == kStopped) return false;
   const int depth = 2 * floor_log2(n) + 3;
-  if (m > 0) quicksort<S>(a, m, Limits<T>::kMin, p, depth, fin);
-  if (m < n) quicksort<S>(a + m, n - m, T(p + 1), Limits<T>::kMax, depth, fin);
+  if (m > 0) quicksort<S, Fin, Kind>(a, m, Limits<T>::kMin, p, depth, fin);
+  if (m < n) quicksort<S, Fin, Kind>(a + m, n - m, T(p + 1), Limits<T>::kMax, depth, fin);
+  return true;
+}
+
+// dst = sorted src (no overlap), the first partition being partition_copy, so the copy costs no
+// pass of its own. With a guard (AboveGuard): false when some key hits it, with src untouched
+// and dst garbage.
+template <class S, int Kind = kIntKeys, class Guard = NoGuard, class Fin = NoFinalize>
+inline bool sort_copy(const typename S::Key* src, typename S::Key* dst, size_t n,
+                      const Guard& guard = Guard(), const Fin& fin = Fin()) {
+  using T = typename S::Key;
+  constexpr size_t kLeaf = S::W * S::kMaxVecs;
+  if (n <= 2 * kLeaf) {
+    if constexpr (Guard::kOn) {
+      bool hit = false;
+      for (size_t i = 0; i < n; ++i) hit |= guard.hit_key(src[i]);
+      if (hit) return false;
+    }
+    memcpy(dst, src, n * sizeof(T));
+    sort<S, Fin, Kind>(dst, n, fin);
+    return true;
+  }
+  T p = choose_pivot<S>(src, n);
+  if (p == Limits<T>::kMax) p = T(p - 1);  // so that p + 1 below cannot overflow
+  const size_t m = partition_copy<S>(src, dst, n, p, guard);
+  if (m == kStopped) return false;
+  const int depth = 2 * floor_log2(n) + 3;
+  if (m > 0) quicksort<S, Fin, Kind>(dst, m, Limits<T>::kMin, p, depth, fin);
+  if (m < n) quicksort<S, Fin, Kind>(dst + m, n - m, T(p + 1), Limits<T>::kMax, depth, fin);
   return true;
 }
 
 }  // namespace vq
 
+// Whether this thread's float compares see denormals as they are (MXCSR's DAZ bit clear), on an
+// engine whose 64-bit leaves compare doubles (vq::KeyKind): DAZ reads every denormal as zero.
+inline bool leaves_compare_doubles() {
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  return (_mm_getcsr() & 0x40u) == 0;
+#else
+  return false;
+#endif
+}
+
 inline void sort_keys(int32_t* a, size_t n) { vq::sort<vq::Ops<int32_t>>(a, n); }
-inline void sort_keys(int64_t* a, size_t n) { vq::sort<vq::Ops<int64_t>>(a, n); }
 // int16 keys use the scalar lanes in every engine (no compress for 16-bit lanes below
 // AVX512-VBMI2); still the same branchless partition and networks.
 inline void sort_keys(int16_t* a, size_t n) { vq::sort<vq::ScalarOps<int16_t>>(a, n); }
@@ -405,18 +580,55 @@ template <class Fin> inline void sort_keys(int32_t* a, size_t n, const Fin& fin)
   vq::sort<vq::Ops<int32_t>>(a, n, fin);
 }
 template <class Fin> inline void sort_keys(int64_t* a, size_t n, const Fin& fin) {
-  vq::sort<vq::Ops<int64_t>>(a, n, fin);
+  if (leaves_compare_doubles()) vq::sort<vq::Ops<int64_t>, Fin, vq::kInt64AsDouble>(a, n, fin);
+  else vq::sort<vq::Ops<int64_t>>(a, n, fin);
 }
 template <class Fin> inline void sort_keys(int16_t* a, size_t n, const Fin& fin) {
   vq::sort<vq::ScalarOps<int16_t>>(a, n, fin);
 }
+inline void sort_keys(int64_t* a, size_t n) { sort_keys(a, n, vq::NoFinalize()); }
 
 // Sorted unless some key k has (k & mask) > lim (vq::sort_unless_above).
 inline bool sort_keys_unless_above(int32_t* a, size_t n, int32_t mask, int32_t lim) {
   return vq::sort_unless_above<vq::Ops<int32_t>>(a, n, mask, lim);
 }
 inline bool sort_keys_unless_above(int64_t* a, size_t n, int64_t mask, int64_t lim) {
+  if (leaves_compare_doubles())
+    return vq::sort_unless_above<vq::Ops<int64_t>, vq::kInt64AsDouble>(a, n, mask, lim);
   return vq::sort_unless_above<vq::Ops<int64_t>>(a, n, mask, lim);
+}
+
+// The same for the bit patterns of floats (the in-place float sort, which rules out NaN with
+// mask / lim): float64's leaves then compare the values themselves (vq::kFloatBits).
+inline bool sort_float_bits_unless_above(int32_t* a, size_t n, int32_t mask, int32_t lim) {
+  return sort_keys_unless_above(a, n, mask, lim);
+}
+inline bool sort_float_bits_unless_above(int64_t* a, size_t n, int64_t mask, int64_t lim) {
+  if (leaves_compare_doubles())
+    return vq::sort_unless_above<vq::Ops<int64_t>, vq::kFloatBits>(a, n, mask, lim);
+  return vq::sort_unless_above<vq::Ops<int64_t>>(a, n, mask, lim);
+}
+// The same from src into dst (no overlap): the copy rides on the first partition.
+inline bool sort_float_bits_copy_unless_above(const int32_t* src, int32_t* dst, size_t n,
+                                              int32_t mask, int32_t lim) {
+  using S = vq::Ops<int32_t>;
+  return vq::sort_copy<S>(src, dst, n, vq::AboveGuard<S>(mask, lim));
+}
+inline bool sort_float_bits_copy_unless_above(const int64_t* src, int64_t* dst, size_t n,
+                                              int64_t mask, int64_t lim) {
+  using S = vq::Ops<int64_t>;
+  if (leaves_compare_doubles())
+    return vq::sort_copy<S, vq::kFloatBits>(src, dst, n, vq::AboveGuard<S>(mask, lim));
+  return vq::sort_copy<S>(src, dst, n, vq::AboveGuard<S>(mask, lim));
+}
+
+// dst = sorted src (no overlap) for signed integer keys, the copy riding on the first partition.
+inline void sort_keys_copy(const int32_t* src, int32_t* dst, size_t n) {
+  vq::sort_copy<vq::Ops<int32_t>>(src, dst, n);
+}
+inline void sort_keys_copy(const int64_t* src, int64_t* dst, size_t n) {
+  if (leaves_compare_doubles()) vq::sort_copy<vq::Ops<int64_t>, vq::kInt64AsDouble>(src, dst, n);
+  else vq::sort_copy<vq::Ops<int64_t>>(src, dst, n);
 }
 
 }  // namespace KWKER_ENGINE_NS

@@ -71,6 +71,22 @@ def test_avx2_baseline_rows(capsys):
     check_row(avx2_rows[0])
     assert "isa='avx2'" in avx2_rows[0]["kwker"]
     assert res["summary"]["avx2_targets_total"] == 1
+    # One thread against NumPy's AVX2 sort is held to 1.15x (issue 31); native NumPy to 1x
+    assert native[0]["target"] == 1.0 and avx2_rows[0]["target"] == 1.15
+
+
+def test_one_thread_rows_cover_every_32_and_64_bit_dtype_at_two_sizes():
+    t1 = {c.id: c for c in cases.all_cases() if "/t1" in c.id and c.id.startswith("sort/")
+          and "engine=" not in c.id}
+    sizes = cases.PRESETS["full"]
+    for dtype in ("float32", "int32", "uint32", "float64", "int64", "uint64"):
+        for cid, n in ((f"sort/{dtype}/t1", 10_000_000), (f"sort/{dtype}/t1/mid", 1_000_000)):
+            case = t1[cid]
+            assert case.n(sizes) == n and case.avx2
+            (comp,) = case.competitors
+            assert comp.target_for(avx2_only=True) == 1.15
+            assert comp.target_for(avx2_only=False) == (
+                1.0 if dtype in ("float32", "int32") and not cid.endswith("/mid") else None)
 
 
 def test_missing_optional_modules_are_skipped(capsys, monkeypatch):

@@ -200,7 +200,7 @@ class Runner:
             gc.collect()
         for comp, name in runnable:
             s = timing.summarize(times["kwker"], times[comp.key])
-            target = comp.target
+            target = comp.target_for(remote is not None or os.environ.get(ISA_CHILD) == "avx2")
             row = {
                 "name": name,
                 "section": "8" if remote is not None else case.section,
