@@ -103,7 +103,27 @@ template <class S> struct AboveGuard {  // stops at keys k with (k & mask) > lim
     return bits != 0;
   }
   KWKER_VQ_INLINE bool hit_key(T k) const { return T(k & mask) > lim; }
+  bool hit_keys(const T* k, size_t count) const {  // a branch-free scan, as the loop vectorises
+    bool any = false;
+    for (size_t i = 0; i < count; ++i) any |= hit_key(k[i]);
+    return any;
+  }
 };
+
+// The end of a partition whose rem first keys were set aside while the vectors behind them
+// were split at m (keys <= pivot in [rem, m)): walks the set-aside keys from the back, swapping
+// each key > pivot with the last key of the "<=" side (possibly itself). Returns the split.
+template <class T> inline size_t place_set_aside(T* a, size_t rem, size_t m, T pivot) {
+  for (size_t i = rem; i-- > 0;) {
+    if (a[i] > pivot) {
+      --m;
+      const T t = a[i];
+      a[i] = a[m];
+      a[m] = t;
+    }
+  }
+  return m;
+}
 
 // Puts the saved vectors into the gaps [wl, read_l) and [read_r, wr) of a stopped partition.
 template <class S>
@@ -137,11 +157,8 @@ inline size_t partition(typename S::Key* a, size_t n, typename S::Key pivot,
   const size_t rem = n % W;
   T* const base = a + rem;
   const size_t len = n - rem;  // >= 2 * U * W, guaranteed by the leaf size
-  if constexpr (Guard::kOn) {
-    bool hit = false;
-    for (size_t i = 0; i < rem; ++i) hit |= guard.hit_key(a[i]);
-    if (hit) return kStopped;
-  }
+  if constexpr (Guard::kOn)
+    if (guard.hit_keys(a, rem)) return kStopped;
 
   V saved_l[U], saved_r[U];
 #pragma GCC unroll 16
@@ -218,18 +235,7 @@ inline size_t partition(typename S::Key* a, size_t n, typename S::Key pivot,
     S::partition_store(saved_r[u], vp, wl, wr);
   }
 
-  // The rem keys set aside at the front: walk them from the back, swapping each key
-  // > pivot with the last key of the "<=" side (possibly itself).
-  size_t m = size_t(wl - a);
-  for (size_t i = rem; i-- > 0;) {
-    if (a[i] > pivot) {
-      --m;
-      const T t = a[i];
-      a[i] = a[m];
-      a[m] = t;
-    }
-  }
-  return m;
+  return place_set_aside(a, rem, size_t(wl - a), pivot);
 }
 
 // The same partition from src into dst (no overlap, n >= W): the copy and the first partition
@@ -247,11 +253,8 @@ inline size_t partition_copy(const typename S::Key* src, typename S::Key* dst, s
   constexpr size_t U = S::kUnroll;
   const V vp = S::set1(pivot);
   const size_t rem = n % W;
-  if constexpr (Guard::kOn) {
-    bool hit = false;
-    for (size_t i = 0; i < rem; ++i) hit |= guard.hit_key(src[i]);
-    if (hit) return kStopped;
-  }
+  if constexpr (Guard::kOn)
+    if (guard.hit_keys(src, rem)) return kStopped;
   memcpy(dst, src, rem * sizeof(T));  // set aside at the front, as partition() does
   const T* rd = src + rem;
   const T* const end = src + n;
@@ -276,16 +279,7 @@ inline size_t partition_copy(const typename S::Key* src, typename S::Key* dst, s
     rd += W;
     S::partition_store(v, vp, wl, wr);
   }
-  size_t m = size_t(wl - dst);
-  for (size_t i = rem; i-- > 0;) {
-    if (dst[i] > pivot) {
-      --m;
-      const T t = dst[i];
-      dst[i] = dst[m];
-      dst[m] = t;
-    }
-  }
-  return m;
+  return place_set_aside(dst, rem, size_t(wl - dst), pivot);
 }
 
 // ---------------------------------------------------------------------------
@@ -498,6 +492,16 @@ inline void sort(typename S::Key* a, size_t n, const Fin& fin = Fin()) {
   quicksort<S, Fin, Kind>(a, n, Limits<T>::kMin, Limits<T>::kMax, 2 * floor_log2(n) + 4, fin);
 }
 
+// After a whole-range first partition of a[0..n) at pivot p (split m): both sides sorted, with
+// the bounds that partition proved.
+template <class S, class Fin, int Kind>
+inline void sort_sides(typename S::Key* a, size_t n, size_t m, typename S::Key p, const Fin& fin) {
+  using T = typename S::Key;
+  const int depth = 2 * floor_log2(n) + 3;
+  if (m > 0) quicksort<S, Fin, Kind>(a, m, Limits<T>::kMin, p, depth, fin);
+  if (m < n) quicksort<S, Fin, Kind>(a + m, n - m, T(p + 1), Limits<T>::kMax, depth, fin);
+}
+
 // Sorts a[0..n) unless some key k has (k & mask) > lim, and returns whether it did. The test
 // rides on the first partition, the one pass that reads every key before moving it: the
 // in-place float sort (driver-inl.h) finds NaNs this way instead of in a counting pass of its
@@ -511,22 +515,15 @@ inline bool sort_unless_above(typename S::Key* a, size_t n, typename S::Key mask
   constexpr size_t kLeaf = S::W * S::kMaxVecs;
   const AboveGuard<S> guard(mask, lim);
   if (n <= 2 * kLeaf) {
-    bool hit = false;
-    for (size_t i = 0; i < n; ++i) hit |= guard.hit_key(a[i]);
-    if (hit) return false;
-    if (n >= 2)
-      quicksort<S, Fin, Kind>(a, n, Limits<T>::kMin, Limits<T>::kMax,
-                                   2 * floor_log2(n) + 4, fin);
-    else fin(a, n);
+    if (guard.hit_keys(a, n)) return false;
+    sort<S, Fin, Kind>(a, n, fin);
     return true;
   }
   T p = choose_pivot<S>(a, n);
   if (p == Limits<T>::kMax) p = T(p - 1);  // so that p + 1 below cannot overflow
   const size_t m = partition<S>(a, n, p, guard);
   if (m == kStopped) return false;
-  const int depth = 2 * floor_log2(n) + 3;
-  if (m > 0) quicksort<S, Fin, Kind>(a, m, Limits<T>::kMin, p, depth, fin);
-  if (m < n) quicksort<S, Fin, Kind>(a + m, n - m, T(p + 1), Limits<T>::kMax, depth, fin);
+  sort_sides<S, Fin, Kind>(a, n, m, p, fin);
   return true;
 }
 
@@ -539,11 +536,8 @@ inline bool sort_copy(const typename S::Key* src, typename S::Key* dst, size_t n
   using T = typename S::Key;
   constexpr size_t kLeaf = S::W * S::kMaxVecs;
   if (n <= 2 * kLeaf) {
-    if constexpr (Guard::kOn) {
-      bool hit = false;
-      for (size_t i = 0; i < n; ++i) hit |= guard.hit_key(src[i]);
-      if (hit) return false;
-    }
+    if constexpr (Guard::kOn)
+      if (guard.hit_keys(src, n)) return false;
     memcpy(dst, src, n * sizeof(T));
     sort<S, Fin, Kind>(dst, n, fin);
     return true;
@@ -552,9 +546,7 @@ inline bool sort_copy(const typename S::Key* src, typename S::Key* dst, size_t n
   if (p == Limits<T>::kMax) p = T(p - 1);  // so that p + 1 below cannot overflow
   const size_t m = partition_copy<S>(src, dst, n, p, guard);
   if (m == kStopped) return false;
-  const int depth = 2 * floor_log2(n) + 3;
-  if (m > 0) quicksort<S, Fin, Kind>(dst, m, Limits<T>::kMin, p, depth, fin);
-  if (m < n) quicksort<S, Fin, Kind>(dst + m, n - m, T(p + 1), Limits<T>::kMax, depth, fin);
+  sort_sides<S, Fin, Kind>(dst, n, m, p, fin);
   return true;
 }
 
