@@ -11,6 +11,7 @@
 #include "dispatch/dispatch.h"
 #include "kwker/kwker.h"
 #include "runtime/counters.h"
+#include "runtime/cpu_share.h"
 #include "runtime/threads.h"
 
 using namespace kwker;
@@ -200,7 +201,8 @@ KWKER_API int kwker_linear(int mode, const float *x, int64_t m, int64_t k, const
     int eid = current_engine();
     int budget = rt::thread_budget();
     int t = threads == 0 || threads > budget ? budget : threads;
-    CallCtx ctx{t < 1 ? 1 : t, 0u, 1};
+    rt::SharedCall share;  // fewer threads while other Kwker processes are busy (cpu_share.h)
+    CallCtx ctx{share.begin(t < 1 ? 1 : t, budget), 0u, 1};
     if (linear_table(eid).linear(ctx, mode, x, m, k, packed, n, group, bias, y) != 0)
       return set_error(KWKER_E_NO_MEMORY, "%s: out of memory for the padded activations", fn);
     rt::counters_record(eid, ctx.used_threads);
@@ -242,6 +244,8 @@ KWKER_API int kwker_run_tasks(int ntasks, int threads, void (*fn)(void *ctx, int
   int t = threads == 0 || threads > budget ? budget : threads;
   if (t > ntasks) t = ntasks;
   if (t < 1) t = 1;
+  rt::SharedCall share;
+  t = share.begin(t, budget);
   rt::run_parallel_shared(t, ntasks, fn, ctx);  // tasks taken as threads come free
   return KWKER_OK;
 }

@@ -12,6 +12,7 @@
 #include "kwker/kwker.h"
 #include "runtime/counters.h"
 #include "runtime/scratch.h"
+#include "runtime/cpu_share.h"
 #include "runtime/threads.h"
 
 namespace kwker {
@@ -81,7 +82,10 @@ std::string build() {
        ", \"pool_workers\": " + std::to_string(rt::pool_workers()) +
        ", \"placed_wakes\": " + std::to_string(rt::placed_wakes()) +
        ", \"late_calls\": " + std::to_string(rt::late_calls()) +
-       ", \"solo_spells\": " + std::to_string(rt::solo_spells()) + "}";
+       ", \"solo_spells\": " + std::to_string(rt::solo_spells()) +
+       ", \"cpu_share\": " + json_str(rt::cpu_share_state()) +
+       ", \"shared_calls\": " + std::to_string(rt::shared_reductions()) +
+       ", \"shared_with\": " + std::to_string(rt::cpu_share_peers()) + "}";
   j += ", \"scratch\": {\"cache_limit_bytes\": " + std::to_string(rt::scratch_cache_limit()) +
        ", \"cached_bytes\": " + std::to_string(rt::scratch_cached_bytes()) +
        ", \"limit_bytes\": " + std::to_string(rt::scratch_limit()) +

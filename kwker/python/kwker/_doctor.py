@@ -182,7 +182,8 @@ def render_text(report):
         th = rt.get("threads", {})
         out.append("Threads")
         for key in ("max_threads", "budget", "hardware", "affinity", "cgroup_limit",
-                    "pool_workers", "placed_wakes", "late_calls", "solo_spells"):
+                    "pool_workers", "placed_wakes", "late_calls", "solo_spells", "cpu_share",
+                    "shared_calls", "shared_with"):
             _line(out, key, th.get(key))
         sc = rt.get("scratch", {})
         out.append("Scratch")

@@ -3,10 +3,19 @@
 Reference orders (`ref`) are computed with NumPy only, from order-preserving uint64 keys, so
 they state the documented order independently of the library.
 """
+import os
+import tempfile
 import types
 
 import numpy as np
 import pytest
+
+# The suite's processes share the CPUs (Kwker's cpu_share table) only among themselves: a test
+# that counts threads must not see the native tests, the wheel smokes or another checkout's run
+# busy on the same machine. Read at the first parallel call, so setting it here is in time.
+_SHARE_DIR = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+_SHARE_FILE = os.environ.setdefault(
+    "KWKER_CPU_SHARE_FILE", os.path.join(_SHARE_DIR, f"kwker-cpu-share-tests-{os.getpid()}"))
 
 import kwker
 from kwker import _backend
@@ -245,3 +254,11 @@ def _fresh_disable_notices():
     _integrations._noticed.clear()
     yield
     _integrations._noticed.clear()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _SHARE_FILE.endswith(f"-tests-{os.getpid()}"):
+        try:
+            os.unlink(_SHARE_FILE)
+        except OSError:
+            pass
