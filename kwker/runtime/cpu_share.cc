@@ -193,20 +193,26 @@ void forget_slot_in_child() { g_slot.store(-1); }  // the child takes a slot of 
 int take_slot(Table *t) {  // under g_mu
   const int32_t pid = int32_t(getpid());
   const int64_t now = mono_ns();
+  auto init = [&](Slot &s) {  // after the claim: a reader sees at worst the old owner's counts
+    s.busy.store(0);
+    s.stamp.store(now);
+    s.mask[0].store(g_mask[0]);
+    s.mask[1].store(g_mask[1]);
+  };
+  for (int i = 0; i < kSlots; ++i)
+    if (t->slots[i].pid.load() == pid) {  // left by a dead process that had this pid
+      init(t->slots[i]);
+      return i;
+    }
   for (int pass = 0; pass < 2; ++pass) {
     for (int i = 0; i < kSlots; ++i) {
       Slot &s = t->slots[i];
       int32_t p = s.pid.load();
-      if (p == pid) return i;  // a slot this pid left behind (another process of that pid died)
-      if (p != 0) {
-        // Second pass: a process that has not touched its slot for a while may be gone.
-        if (pass == 0 || now - s.stamp.load() < kReclaimNs || !process_gone(p)) continue;
-      }
-      s.busy.store(0);
-      s.stamp.store(now);
-      s.mask[0].store(g_mask[0]);
-      s.mask[1].store(g_mask[1]);
+      // Second pass: a process that has not touched its slot for a while may be gone.
+      if (p != 0 && (pass == 0 || now - s.stamp.load() < kReclaimNs || !process_gone(p)))
+        continue;
       if (!s.pid.compare_exchange_strong(p, pid)) continue;
+      init(s);
       int32_t used = t->used.load();
       while (used < i + 1 && !t->used.compare_exchange_weak(used, i + 1)) {
       }
