@@ -119,3 +119,36 @@ def test_runtime_info_reports_the_sharing():
     th = kwker.runtime_info()["threads"]
     assert th["cpu_share"] in ("on",) or th["cpu_share"].startswith(("off", "unavailable"))
     assert isinstance(th["shared_calls"], int) and isinstance(th["shared_with"], int)
+
+
+FORK = r"""
+import json, os, sys, time
+import numpy as np
+import kwker
+a = np.random.default_rng(0).random(3_000_000).astype(np.float32)
+kwker.sort(a)                       # the parent takes its slot before the fork
+r, w = os.pipe()
+pid = os.fork()
+end = time.time() + (1.0 if pid == 0 else 1.5)
+while time.time() < end:
+    kwker.sort(a)
+th = kwker.runtime_info()["threads"]
+mine = {"shared_calls": th["shared_calls"], "shared_with": th["shared_with"]}
+if pid == 0:
+    os.write(w, json.dumps(mine).encode())
+    os._exit(0)
+os.close(w)
+child = json.loads(os.read(r, 4096).decode())
+os.waitpid(pid, 0)
+print(json.dumps({"parent": mine, "child": child}))
+"""
+
+
+def test_forked_child_takes_a_slot_of_its_own(tmp_path):
+    # Had the child kept the parent's slot, neither would see the other busy.
+    out = subprocess.run([sys.executable, "-c", FORK], capture_output=True, text=True,
+                         env=_env(tmp_path / "share"), timeout=120)
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["child"]["shared_calls"] >= 1 and res["child"]["shared_with"] == 1, res
+    assert res["parent"]["shared_calls"] >= 1 and res["parent"]["shared_with"] == 1, res
