@@ -28,7 +28,6 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -267,16 +266,16 @@ int SharedCall::begin(int threads, int budget) {
   const int used = t->used.load(std::memory_order_acquire);
   for (int i = 0; i < used && i < kSlots; ++i) {
     if (i == s) continue;
-    const Slot &o = t->slots[i];
-    if (o.pid.load(std::memory_order_acquire) == 0) continue;
+    Slot &o = t->slots[i];
+    int32_t pid = o.pid.load(std::memory_order_acquire);
+    if (pid == 0) continue;
     const int64_t age = now - o.stamp.load(std::memory_order_relaxed);
     const bool busy = o.busy.load(std::memory_order_relaxed) > 0;
     if (busy ? age >= kStaleNs : age >= kLingerNs) continue;
     if (busy && age >= kCheckNs && now - g_checked[i].load(std::memory_order_relaxed) >= kCheckNs) {
       g_checked[i].store(now, std::memory_order_relaxed);
-      int32_t pid = o.pid.load(std::memory_order_acquire);
-      if (pid != 0 && process_gone(pid)) {  // killed inside a call: free its slot (its busy
-        t->slots[i].pid.compare_exchange_strong(pid, 0);  // count is reset by the next owner)
+      if (process_gone(pid)) {  // killed inside a call: free its slot (its busy count is reset
+        o.pid.compare_exchange_strong(pid, 0);  // by the next owner)
         continue;
       }
     }
