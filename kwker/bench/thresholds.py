@@ -193,8 +193,9 @@ def measure_engine(engine, args, log):
     def want(*knobs):
         return only is None or any(k in only for k in knobs)
 
-    off = {"sort_network_max_32": 0, "sort_network_max_64": 0, "sort_pair_max_32": 0,
-           "sort_pair_max_64": 0, "sort_tiny_max": 0}
+    off = {"sort_network_max_16": 0, "sort_network_max_32": 0, "sort_network_max_64": 0,
+           "sort_pair_max_16": 0, "sort_pair_max_32": 0, "sort_pair_max_64": 0,
+           "sort_tiny_max": 0}
     # Tiny scalar networks vs one vector network (sizes 2-8); the vector network is the
     # general path here, so the network knobs stay at their defaults.
     for op, knob in (("sort", "sort_tiny_max"), ("argsort", "argsort_tiny_max")):

@@ -45,6 +45,68 @@ KWKER_VQ_INLINE __m128i shuf16_128(const Shuf16 &s) {
 #endif
 
 #if defined(__AVX512F__)
+// Transposes for the network's transposed layout on 16-bit keys (network-inl.h), built from an
+// 8 x 8 transpose inside every 128-bit block (three rounds of unpacks) and a 4 x 4 transpose of
+// 128-bit blocks across four registers.
+// r[0..8): afterwards block b of r[p] holds lane 8b + p of the eight inputs, input j in lane j.
+KWKER_VQ_INLINE void transpose_8x8_blocks_epi16(__m512i *r) {
+  __m512i a[8], b[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    a[i] = _mm512_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
+    a[i + 4] = _mm512_unpackhi_epi16(r[2 * i], r[2 * i + 1]);
+  }
+  // a[i] (i < 4): lanes 0-3 of inputs 2i, 2i+1 interleaved; a[i + 4]: lanes 4-7.
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    b[4 * h + 0] = _mm512_unpacklo_epi32(a[4 * h + 0], a[4 * h + 1]);  // lanes 4h+0,1; inputs 0-3
+    b[4 * h + 1] = _mm512_unpackhi_epi32(a[4 * h + 0], a[4 * h + 1]);  // lanes 4h+2,3; inputs 0-3
+    b[4 * h + 2] = _mm512_unpacklo_epi32(a[4 * h + 2], a[4 * h + 3]);  // lanes 4h+0,1; inputs 4-7
+    b[4 * h + 3] = _mm512_unpackhi_epi32(a[4 * h + 2], a[4 * h + 3]);  // lanes 4h+2,3; inputs 4-7
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    r[4 * h + 0] = _mm512_unpacklo_epi64(b[4 * h + 0], b[4 * h + 2]);
+    r[4 * h + 1] = _mm512_unpackhi_epi64(b[4 * h + 0], b[4 * h + 2]);
+    r[4 * h + 2] = _mm512_unpacklo_epi64(b[4 * h + 1], b[4 * h + 3]);
+    r[4 * h + 3] = _mm512_unpackhi_epi64(b[4 * h + 1], b[4 * h + 3]);
+  }
+}
+// y[b] = block b of x0, x1, x2, x3 in that order.
+KWKER_VQ_INLINE void transpose_4x4_blocks(__m512i x0, __m512i x1, __m512i x2, __m512i x3,
+                                          __m512i &y0, __m512i &y1, __m512i &y2, __m512i &y3) {
+  const __m512i p0 = _mm512_shuffle_i64x2(x0, x1, 0x44), p1 = _mm512_shuffle_i64x2(x2, x3, 0x44);
+  const __m512i p2 = _mm512_shuffle_i64x2(x0, x1, 0xEE), p3 = _mm512_shuffle_i64x2(x2, x3, 0xEE);
+  y0 = _mm512_shuffle_i64x2(p0, p1, 0x88);
+  y1 = _mm512_shuffle_i64x2(p0, p1, 0xDD);
+  y2 = _mm512_shuffle_i64x2(p2, p3, 0x88);
+  y3 = _mm512_shuffle_i64x2(p2, p3, 0xDD);
+}
+// 8 registers, key l * 8 + j in lane l of register j  ->  key i in lane i % 32 of register i / 32.
+KWKER_VQ_INLINE void transpose_8x32_epi16(__m512i *r) {
+  transpose_8x8_blocks_epi16(r);
+  // Output register u, block q = column 4u + q = block u / 2 of r[4 (u % 2) + q].
+  __m512i o[8];
+  transpose_4x4_blocks(r[0], r[1], r[2], r[3], o[0], o[2], o[4], o[6]);
+  transpose_4x4_blocks(r[4], r[5], r[6], r[7], o[1], o[3], o[5], o[7]);
+#pragma GCC unroll 8
+  for (int u = 0; u < 8; ++u) r[u] = o[u];
+}
+// 16 registers, key l * 16 + j in lane l of register j  ->  key i in lane i % 32 of register i / 32.
+KWKER_VQ_INLINE void transpose_16x32_epi16(__m512i *r) {
+  transpose_8x8_blocks_epi16(r);
+  transpose_8x8_blocks_epi16(r + 8);
+  // Output register u = columns 2u, 2u + 1 (block u / 4, positions p = 2 (u % 4), p + 1), each
+  // as inputs 0-7 (r[p]) then 8-15 (r[8 + p]).
+  __m512i o[16];
+#pragma GCC unroll 4
+  for (int p = 0; p < 8; p += 2)
+    transpose_4x4_blocks(r[p], r[8 + p], r[p + 1], r[9 + p], o[p / 2], o[4 + p / 2],
+                         o[8 + p / 2], o[12 + p / 2]);
+#pragma GCC unroll 16
+  for (int u = 0; u < 16; ++u) r[u] = o[u];
+}
+
 template <> struct Ops<int16_t> {
   using T = int16_t;
   using Key = T;
@@ -85,6 +147,20 @@ template <> struct Ops<int16_t> {
     const V w = perm_xor<M>(v);
     return _mm512_mask_max_epi16(_mm512_min_epi16(v, w),
                                  __mmask32(upper_lanes(32, highest_bit(M))), v, w);
+  }
+  // The transposed network (network-inl.h): 8 and 16 registers, 256 and 512 keys. Rows of 256
+  // int16 on Zen 4: see the decision row in design.md.
+  static constexpr bool kTransposedNetwork = true;
+  static KWKER_VQ_INLINE void transpose_half(V *v) { transpose_16x32_epi16(v); }
+  static KWKER_VQ_INLINE void transpose_quarter(V *v) { transpose_8x32_epi16(v); }
+  // As Ops<int32_t>::cx_flip; the lane blend needs 16-bit masking, so the maxima come from a
+  // masked vpmaxsw rather than the ternary-logic form.
+  template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V &a, V &b) {
+    const V bp = perm_xor<M>(b);
+    const V na = _mm512_mask_max_epi16(_mm512_min_epi16(a, bp),
+                                       __mmask32(upper_lanes(32, highest_bit(M))), a, bp);
+    b = perm_xor<M>(_mm512_ternarylogic_epi32(a, bp, na, 0x96));
+    a = na;
   }
 };
 

@@ -15,7 +15,7 @@ namespace KWKER_ENGINE_NS {
 // float comparisons from 32, 64 and up to 32, 64 (avx512; float64 only on avx2).
 #if defined(__AVX512F__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    384, 256, 128, 640, 1024, 416, 512, 176, 256, 192, 128, 128, 7, 8, 256, 600000, 65537, 10,
+    512, 256, 128, 513, 1024, 416, 512, 176, 256, 192, 128, 128, 7, 8, 256, 600000, 65537, 10,
     9, 9, 256, 64};
 // Intel cores measured differently where a network's min / max become float comparisons: a
 // 512-bit vminps / vminpd has a longer latency there than the integer forms, while AMD's Zen
