@@ -165,6 +165,69 @@ template <> struct Ops<int16_t> {
 };
 
 #elif defined(__AVX2__)
+// Transposes for the transposed network on 16-bit keys (network-inl.h), as on AVX-512: an
+// 8 x 8 transpose inside each 128-bit half, then the halves recombined.
+// r[0..8): afterwards half b of r[p] holds lane 8b + p of the eight inputs, input j in lane j.
+KWKER_VQ_INLINE void transpose_8x8_halves_epi16(__m256i *r) {
+  __m256i a[8], b[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    a[i] = _mm256_unpacklo_epi16(r[2 * i], r[2 * i + 1]);      // lanes 0-3 of inputs 2i, 2i+1
+    a[i + 4] = _mm256_unpackhi_epi16(r[2 * i], r[2 * i + 1]);  // lanes 4-7
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    b[4 * h + 0] = _mm256_unpacklo_epi32(a[4 * h + 0], a[4 * h + 1]);  // lanes 4h+0,1; inputs 0-3
+    b[4 * h + 1] = _mm256_unpackhi_epi32(a[4 * h + 0], a[4 * h + 1]);  // lanes 4h+2,3; inputs 0-3
+    b[4 * h + 2] = _mm256_unpacklo_epi32(a[4 * h + 2], a[4 * h + 3]);  // lanes 4h+0,1; inputs 4-7
+    b[4 * h + 3] = _mm256_unpackhi_epi32(a[4 * h + 2], a[4 * h + 3]);  // lanes 4h+2,3; inputs 4-7
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    r[4 * h + 0] = _mm256_unpacklo_epi64(b[4 * h + 0], b[4 * h + 2]);
+    r[4 * h + 1] = _mm256_unpackhi_epi64(b[4 * h + 0], b[4 * h + 2]);
+    r[4 * h + 2] = _mm256_unpacklo_epi64(b[4 * h + 1], b[4 * h + 3]);
+    r[4 * h + 3] = _mm256_unpackhi_epi64(b[4 * h + 1], b[4 * h + 3]);
+  }
+}
+// 16 x 16: lane l of register j  ->  lane j of register l.
+KWKER_VQ_INLINE void transpose_16x16_epi16(__m256i *r) {
+  transpose_8x8_halves_epi16(r);
+  transpose_8x8_halves_epi16(r + 8);
+  __m256i o[16];
+#pragma GCC unroll 8
+  for (int p = 0; p < 8; ++p) {
+    o[p] = _mm256_permute2x128_si256(r[p], r[8 + p], 0x20);
+    o[8 + p] = _mm256_permute2x128_si256(r[p], r[8 + p], 0x31);
+  }
+#pragma GCC unroll 16
+  for (int u = 0; u < 16; ++u) r[u] = o[u];
+}
+// 8 registers, key l * 8 + j in lane l of register j  ->  key i in lane i % 16 of register i / 16.
+KWKER_VQ_INLINE void transpose_8x16_epi16(__m256i *r) {
+  transpose_8x8_halves_epi16(r);
+  // Output u = lanes 2u, 2u + 1 (half u / 4, positions p = 2 (u % 4), p + 1).
+  __m256i o[8];
+#pragma GCC unroll 4
+  for (int p = 0; p < 8; p += 2) {
+    o[p / 2] = _mm256_permute2x128_si256(r[p], r[p + 1], 0x20);
+    o[4 + p / 2] = _mm256_permute2x128_si256(r[p], r[p + 1], 0x31);
+  }
+#pragma GCC unroll 8
+  for (int u = 0; u < 8; ++u) r[u] = o[u];
+}
+// 4 registers, key l * 4 + j in lane l of register j  ->  key i in lane i % 16 of register i / 16.
+KWKER_VQ_INLINE void transpose_4x16_epi16(__m256i *r) {
+  const __m256i a0 = _mm256_unpacklo_epi16(r[0], r[1]), a1 = _mm256_unpackhi_epi16(r[0], r[1]);
+  const __m256i a2 = _mm256_unpacklo_epi16(r[2], r[3]), a3 = _mm256_unpackhi_epi16(r[2], r[3]);
+  const __m256i b0 = _mm256_unpacklo_epi32(a0, a2), b1 = _mm256_unpackhi_epi32(a0, a2);  // lanes 0-3
+  const __m256i b2 = _mm256_unpacklo_epi32(a1, a3), b3 = _mm256_unpackhi_epi32(a1, a3);  // lanes 4-7
+  r[0] = _mm256_permute2x128_si256(b0, b1, 0x20);
+  r[1] = _mm256_permute2x128_si256(b2, b3, 0x20);
+  r[2] = _mm256_permute2x128_si256(b0, b1, 0x31);
+  r[3] = _mm256_permute2x128_si256(b2, b3, 0x31);
+}
+
 template <> struct Ops<int16_t> {
   using T = int16_t;
   using Key = T;
@@ -199,6 +262,21 @@ template <> struct Ops<int16_t> {
     for (unsigned l = 0; l < 16; ++l) up[l] = (l & H) ? int16_t(-1) : int16_t(0);
     return _mm256_blendv_epi8(_mm256_min_epi16(v, w), _mm256_max_epi16(v, w),
                               _mm256_load_si256((const __m256i *)up));
+  }
+  // The transposed network (network-inl.h) for 4, 8 and 16 registers (64-256 keys).
+  static constexpr bool kTransposedNetwork = true;
+  static KWKER_VQ_INLINE void transpose_square(V *v) { transpose_16x16_epi16(v); }
+  static KWKER_VQ_INLINE void transpose_half(V *v) { transpose_8x16_epi16(v); }
+  static KWKER_VQ_INLINE void transpose_quarter(V *v) { transpose_4x16_epi16(v); }
+  template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V &a, V &b) {  // see Ops<int32_t>
+    const V bp = perm_xor<M>(b);
+    constexpr unsigned H = highest_bit(M);
+    alignas(32) int16_t up[16] = {};
+    for (unsigned l = 0; l < 16; ++l) up[l] = (l & H) ? int16_t(-1) : int16_t(0);
+    const V mask = _mm256_load_si256((const __m256i *)up);
+    const V mn = _mm256_min_epi16(a, bp), mx = _mm256_max_epi16(a, bp);
+    a = _mm256_blendv_epi8(mn, mx, mask);
+    b = perm_xor<M>(_mm256_blendv_epi8(mx, mn, mask));
   }
 };
 

@@ -27,7 +27,7 @@ constexpr int64_t kIntelDefaults[][2] = {{tune::kSortFloatMin32, 0},
                                          {tune::kSortFloatMax64, 256}};
 #elif defined(__AVX2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    256, 128, 64, 512, 512, 208, 256, 112, 128, 128, 64, 64, 7, 7, 256, 350000, 60000, 11,
+    256, 128, 64, 384, 512, 208, 256, 112, 128, 128, 64, 64, 7, 7, 256, 350000, 60000, 11,
     0, 9, 0, 128};
 #elif defined(__SSE4_2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
