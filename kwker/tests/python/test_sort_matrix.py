@@ -91,3 +91,62 @@ def test_threshold_sizes(kw, ref, rng, large_refs):
                 desc, nf = FLAG_SETS[LARGE.index(n) % 4]
                 check_case(kw, ref, a, desc, nf, f"{dtype} {dist} n={n} desc={desc} nf={nf}",
                            large_refs)
+
+
+def _prefix_tie_inputs(dtype, n, rng):
+    """32-bit inputs whose keys span the whole key range, so the packed 32-bit argsort words
+    (core/pack-inl.h, Pack32) drop low key bits, with keys that tie on the kept bits: separate
+    runs of 2, 3, 17 and 33 consecutive keys (each re-sorting branch), runs of equal keys, and one
+    dense cluster that holds most keys (the words give up and the exact 64-bit packing sorts it)."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        wide = (rng.standard_normal(n) * 1e30).astype(dt)
+
+        def near(group, k):  # k ULPs above 2**group
+            base = np.array(np.float32(2.0 ** group)).view(np.uint32)
+            return (base + np.arange(k, dtype=np.uint32)).view(np.float32)
+    else:
+        info = np.iinfo(dt)
+        wide = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+
+        def near(group, k):
+            return (np.int64(info.max // 3) + group * 2**24 + np.arange(k)).astype(dt)
+    cases = {}
+    a = wide.copy()
+    pos = rng.permutation(n)
+    at = 0
+    for group, length in enumerate((2, 3, 17, 33)):
+        if at + length > n // 8:
+            break
+        a[pos[at:at + length]] = rng.permutation(near(group, length))
+        at += length
+    cases["near ties"] = a
+    b = wide.copy()
+    b[rng.random(n) < 0.3] = near(5, 1)[0]
+    cases["equal runs"] = b
+    c = rng.choice(near(6, 64), n).astype(dt)
+    c[:2] = wide[:2]
+    cases["dense cluster"] = c
+    return cases
+
+
+def test_packed_prefix_ties(kw, ref, rng):
+    """Stable argsort and the pair sort (values and indices, torch.sort's kernel) of 32-bit keys
+    whose packed words tie on their prefixes, at the sizes of the 32-bit word path and past it."""
+    from kwker import _backend, _dtypes
+
+    for dtype in ("float32", "int32", "uint32"):
+        for n in (129, 500, 1000, 2047, 2048, 2049):
+            for name, a in _prefix_tie_inputs(dtype, n, rng).items():
+                for desc in (False, True):
+                    label = f"{dtype} {name} n={n} desc={desc}"
+                    want = ref.argsort(a, desc, False)
+                    got = kw.argsort(a, descending=desc)
+                    assert np.array_equal(got, want), f"argsort {label}"
+                    vals, idx = np.empty_like(a), np.empty(n, np.int64)
+                    _backend.impl.sort_pairs_ptr(_dtypes.CODES[a.dtype], a.ctypes.data,
+                                                 vals.ctypes.data, idx.ctypes.data, 1, n,
+                                                 int(desc), 1)
+                    assert np.array_equal(idx, want), f"pair sort indices {label}"
+                    assert np.array_equal(vals.view(np.uint32), a[want].view(np.uint32)), \
+                        f"pair sort values {label}"
