@@ -590,7 +590,32 @@ __attribute__((noinline)) bool argsort_via_words32(const Codec c, const typename
     for (size_t j = 0; j < n; ++j) out[j] = int64_t(packed.ptr[j] & mask);  // vectorised
     return true;
   }
-  for (size_t j = 0; j < n; ++j) {
+  size_t j = 0;
+  if constexpr (sizeof(typename Codec::T) == 4) {
+    // The gather in hardware: the scalar loads were a sixth of a 1,000-key pair sort on AVX2.
+    const int *base = reinterpret_cast<const int *>(src);
+#if defined(__AVX512F__)
+    const __m512i m = _mm512_set1_epi32(mask);
+    for (; j + 16 <= n; j += 16) {
+      const __m512i i = _mm512_and_si512(_mm512_loadu_si512(packed.ptr + j), m);
+      _mm512_storeu_si512(vals + j, _mm512_i32gather_epi32(i, base, 4));
+      _mm512_storeu_si512(out + j, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(i)));
+      _mm512_storeu_si512(out + j + 8, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(i, 1)));
+    }
+#elif defined(__AVX2__)
+    const __m256i m = _mm256_set1_epi32(mask);
+    for (; j + 8 <= n; j += 8) {
+      const __m256i i =
+          _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(packed.ptr + j)), m);
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(vals + j), _mm256_i32gather_epi32(base, i, 4));
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + j),
+                          _mm256_cvtepi32_epi64(_mm256_castsi256_si128(i)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + j + 4),
+                          _mm256_cvtepi32_epi64(_mm256_extracti128_si256(i, 1)));
+    }
+#endif
+  }
+  for (; j < n; ++j) {
     const int32_t i = packed.ptr[j] & mask;
     out[j] = int64_t(i);
     vals[j] = src[i];
