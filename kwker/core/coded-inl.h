@@ -175,20 +175,37 @@ template <class U> bool floats_plain(const U *p, size_t n) {
 }
 #else
 template <class U> bool floats_plain(const U *p, size_t n) {
-  static_assert(sizeof(U) == 8, "AVX2 compares float64 keys as floats only");
-  const double *d = reinterpret_cast<const double *>(p);  // U holds the values' bits
-  const __m256i neg_zero = _mm256_set1_epi64x(int64_t(0x8000000000000000ull));
+  // U holds the values' bits: NaN (unordered with itself) or -0.0 (vminps / vminpd would tie it
+  // with 0.0, where the integer keys order it first) sends the input to the integer keys.
   __m256i bad = _mm256_setzero_si256();
   size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const __m256d v = _mm256_loadu_pd(d + i);
-    bad = _mm256_or_si256(bad, _mm256_castpd_si256(_mm256_cmp_pd(v, v, _CMP_UNORD_Q)));
-    bad = _mm256_or_si256(bad, _mm256_cmpeq_epi64(_mm256_castpd_si256(v), neg_zero));
-  }
-  bool any = !_mm256_testz_si256(bad, bad);
-  for (; i < n; ++i) {
-    const uint64_t b = uint64_t(p[i]);
-    any |= (b & 0x7FFFFFFFFFFFFFFFull) > 0x7FF0000000000000ull || b == 0x8000000000000000ull;
+  bool any = false;
+  if constexpr (sizeof(U) == 4) {
+    const float *f = reinterpret_cast<const float *>(p);
+    const __m256i neg_zero = _mm256_set1_epi32(int32_t(0x80000000u));
+    for (; i + 8 <= n; i += 8) {
+      const __m256 v = _mm256_loadu_ps(f + i);
+      bad = _mm256_or_si256(bad, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+      bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_castps_si256(v), neg_zero));
+    }
+    any = !_mm256_testz_si256(bad, bad);
+    for (; i < n; ++i) {
+      const uint32_t b = uint32_t(p[i]);
+      any |= (b & 0x7FFFFFFFu) > 0x7F800000u || b == 0x80000000u;
+    }
+  } else {
+    const double *d = reinterpret_cast<const double *>(p);
+    const __m256i neg_zero = _mm256_set1_epi64x(int64_t(0x8000000000000000ull));
+    for (; i + 4 <= n; i += 4) {
+      const __m256d v = _mm256_loadu_pd(d + i);
+      bad = _mm256_or_si256(bad, _mm256_castpd_si256(_mm256_cmp_pd(v, v, _CMP_UNORD_Q)));
+      bad = _mm256_or_si256(bad, _mm256_cmpeq_epi64(_mm256_castpd_si256(v), neg_zero));
+    }
+    any = !_mm256_testz_si256(bad, bad);
+    for (; i < n; ++i) {
+      const uint64_t b = uint64_t(p[i]);
+      any |= (b & 0x7FFFFFFFFFFFFFFFull) > 0x7FF0000000000000ull || b == 0x8000000000000000ull;
+    }
   }
   return !any;
 }
@@ -200,12 +217,10 @@ template <class U> bool floats_plain(const U *p, size_t n) {
 inline bool float_compares_exact() { return (_mm_getcsr() & 0x40u) == 0; }
 #endif
 
-// Float types this engine compares as floats: float32 and float64 on AVX-512, float64 on AVX2.
+// Float types this engine compares as floats: float32 and float64 on AVX-512 and AVX2.
 template <class U> constexpr bool float_ops_for() {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
   return sizeof(U) >= 4;
-#elif defined(__AVX2__)
-  return sizeof(U) == 8;
 #else
   return false;
 #endif

@@ -775,10 +775,59 @@ template <> struct Ops<int64_t> {
   }
 };
 
-// float64 keys compared as floats (see the AVX-512 FOps): vminpd / vmaxpd are one instruction
-// each, where the int64 keys' min / max take a vpcmpgtq and two blends on AVX2. float32 keeps
-// its integer keys here (vpminsd / vpmaxsd exist).
+// Float keys compared as floats (see the AVX-512 FOps). float64: vminpd / vmaxpd are one
+// instruction each, where the int64 keys' min / max take a vpcmpgtq and two blends on AVX2.
+// float32: the min / max cost what vpminsd / vpmaxsd cost, but the register sorts of short
+// inputs then skip the keys' encoding and decoding (the knobs sort_float_min/max_32 say where).
 template <class T> struct FOps;
+template <> struct FOps<float> {
+  using T = float;
+  using Key = T;
+  using V = __m256;
+  static constexpr size_t W = 8;
+  static constexpr size_t kUnroll = 6;
+  static constexpr size_t kMaxVecs = 16;
+
+  static KWKER_VQ_INLINE V load(const T* p) { return _mm256_loadu_ps(p); }
+  static KWKER_VQ_INLINE void store(T* p, V v) { _mm256_storeu_ps(p, v); }
+  static KWKER_VQ_INLINE V set1(T x) { return _mm256_set1_ps(x); }
+  static KWKER_VQ_INLINE V load_partial(const T* p, size_t n) {
+    const __m256i m = Ops<int32_t>::first_lanes(n);
+    return _mm256_blendv_ps(set1(Limits<T>::kMax), _mm256_maskload_ps(p, m),
+                            _mm256_castsi256_ps(m));
+  }
+  static KWKER_VQ_INLINE void store_partial(T* p, V v, size_t n) {
+    _mm256_maskstore_ps(p, Ops<int32_t>::first_lanes(n), v);
+  }
+  static KWKER_VQ_INLINE void minmax(V a, V b, V& mn, V& mx) {
+    mn = _mm256_min_ps(a, b);
+    mx = _mm256_max_ps(a, b);
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V perm_xor(V v) {
+    if constexpr (M == 1) return _mm256_permute_ps(v, 0xB1);
+    else if constexpr (M == 2) return _mm256_permute_ps(v, 0x4E);
+    else if constexpr (M == 3) return _mm256_permute_ps(v, 0x1B);
+    else if constexpr (M == 4) return _mm256_permute2f128_ps(v, v, 0x01);
+    else
+      return _mm256_permutevar8x32_ps(
+          v, _mm256_setr_epi32(0 ^ M, 1 ^ M, 2 ^ M, 3 ^ M, 4 ^ M, 5 ^ M, 6 ^ M, 7 ^ M));
+  }
+  template <unsigned M> static KWKER_VQ_INLINE V cx_lanes(V v) {
+    const V w = perm_xor<M>(v);
+    return _mm256_blend_ps(_mm256_min_ps(v, w), _mm256_max_ps(v, w),
+                           int(upper_lanes(8, highest_bit(M))));
+  }
+  static constexpr bool kTransposedNetwork = true;
+  static KWKER_VQ_INLINE void transpose_square(V* v) { transpose_bits<8>(v, transpose_8x8_epi32); }
+  static KWKER_VQ_INLINE void transpose_half(V* v) { transpose_bits<4>(v, transpose_4x8_epi32); }
+  template <unsigned M> static KWKER_VQ_INLINE void cx_flip(V& a, V& b) {  // see Ops<int32_t>
+    constexpr int up = int(upper_lanes(8, highest_bit(M)));
+    const V bp = perm_xor<M>(b);
+    const V mn = _mm256_min_ps(a, bp), mx = _mm256_max_ps(a, bp);
+    a = _mm256_blend_ps(mn, mx, up);
+    b = perm_xor<M>(_mm256_blend_ps(mx, mn, up));
+  }
+};
 template <> struct FOps<double> {
   using T = double;
   using Key = T;

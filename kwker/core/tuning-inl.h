@@ -12,7 +12,7 @@ namespace KWKER_ENGINE_NS {
 
 // Order of runtime/tuning.h: sort network 16/32/64; pair min/max 16, 32, 64; argsort network
 // 16/32/64; sort tiny, argsort tiny; presorted; counting 16 sort, argsort; radix64 bits;
-// float comparisons from 32, 64 and up to 32, 64 (avx512; float64 only on avx2).
+// float comparisons from 32, 64 and up to 32, 64 (avx512 and avx2).
 #if defined(__AVX512F__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     512, 256, 128, 513, 1024, 416, 512, 176, 256, 192, 128, 128, 7, 8, 256, 600000, 65537, 10,
@@ -28,7 +28,7 @@ constexpr int64_t kIntelDefaults[][2] = {{tune::kSortFloatMin32, 0},
 #elif defined(__AVX2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     256, 128, 64, 384, 512, 208, 256, 112, 128, 128, 64, 64, 7, 7, 256, 350000, 60000, 11,
-    0, 9, 0, 128};
+    9, 9, 256, 128};
 #elif defined(__SSE4_2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     128, 64, 32, 192, 256, 128, 128, 0, 0, 64, 32, 32, 7, 7, 256, 100000, 30000, 22, 0, 0, 0, 0};
