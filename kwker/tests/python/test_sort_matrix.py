@@ -150,3 +150,20 @@ def test_packed_prefix_ties(kw, ref, rng):
                     assert np.array_equal(idx, want), f"pair sort indices {label}"
                     assert np.array_equal(vals.view(np.uint32), a[want].view(np.uint32)), \
                         f"pair sort values {label}"
+
+
+def test_int64_short_sorts_near_the_double_map_edges(kw, rng):
+    """int64 register sorts that the avx2 engine runs as doubles (core/coded-inl.h,
+    I64AsF64Ops): keys around 0 (-1 maps to the negative denormal 1, next to +0.0), at the edge
+    of the mapped range (+-0x7FF0000000000000) and just past it (the integer keys then), for
+    every length of the short paths."""
+    lim = 0x7FF0000000000000
+    edge = np.array([-2, -1, 0, 1, 2, lim, -lim, lim - 1, -lim + 1], np.int64)
+    past = np.array([lim + 1, -lim - 1, np.iinfo(np.int64).min, np.iinfo(np.int64).max], np.int64)
+    for n in list(range(2, 140)) + [200, 256, 257]:
+        for name, m in (("edge", rng.choice(edge, (3, n))),
+                        ("edge+past", rng.choice(np.concatenate([edge, past]), (3, n))),
+                        ("small", rng.integers(-3, 3, (3, n)))):
+            m = m.astype(np.int64)
+            assert np.array_equal(kw.sort(m, axis=1), np.sort(m, axis=1)), f"rows {name} n={n}"
+            assert np.array_equal(kw.sort(m[0]), np.sort(m[0])), f"1-D {name} n={n}"
