@@ -254,9 +254,13 @@ struct I64AsF64Ops : vq::FOps<double> {
   using Base = vq::FOps<double>;
   using T = double;
   using V = __m256d;
+  // -x in the lanes where neg is all ones, x elsewhere.
+  static KWKER_VQ_INLINE __m256i negate_where(__m256i x, __m256i neg) {
+    return _mm256_sub_epi64(_mm256_xor_si256(x, neg), neg);
+  }
   static KWKER_VQ_INLINE V to_f(__m256i x) {
     const __m256i neg = _mm256_cmpgt_epi64(_mm256_setzero_si256(), x);
-    const __m256i mag = _mm256_sub_epi64(_mm256_xor_si256(x, neg), neg);
+    const __m256i mag = negate_where(x, neg);
     return _mm256_castsi256_pd(
         _mm256_or_si256(mag, _mm256_and_si256(neg, _mm256_set1_epi64x(INT64_MIN))));
   }
@@ -264,7 +268,7 @@ struct I64AsF64Ops : vq::FOps<double> {
     const __m256i b = _mm256_castpd_si256(v);
     const __m256i neg = _mm256_cmpgt_epi64(_mm256_setzero_si256(), b);
     const __m256i mag = _mm256_andnot_si256(_mm256_set1_epi64x(INT64_MIN), b);
-    return _mm256_sub_epi64(_mm256_xor_si256(mag, neg), neg);
+    return negate_where(mag, neg);
   }
   static KWKER_VQ_INLINE V load(const T *p) {
     return to_f(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
@@ -292,7 +296,7 @@ inline bool int64_as_doubles_ok(const int64_t *p, size_t n) {
   for (; i + 4 <= n; i += 4) {
     const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + i));
     const __m256i neg = _mm256_cmpgt_epi64(zero, x);
-    const __m256i mag = _mm256_sub_epi64(_mm256_xor_si256(x, neg), neg);
+    const __m256i mag = I64AsF64Ops::negate_where(x, neg);
     bad = _mm256_or_si256(bad, _mm256_or_si256(_mm256_cmpgt_epi64(mag, lim),
                                                _mm256_cmpgt_epi64(zero, mag)));
   }

@@ -131,14 +131,14 @@ bool fix_dropped_runs(const Codec c, const typename Codec::T *src, int B, Word *
   using UWord = typename std::make_unsigned<Word>::type;
   const Word mask = Word((uint64_t(1) << B) - 1);
   const UWord tie = UWord(UWord(1) << B);  // neighbours tie when their xor is below this
-  if (n <= 32) {  // the short argsorts' words: a plain scan, without the vector loop's setup
-    size_t k = 0;
-    while (k + 1 < n && UWord(w[k] ^ w[k + 1]) >= tie) ++k;
-    if (k + 1 >= n) return true;
+  size_t i = 0, in_runs = 0;
+  if (n <= 32) {  // the short argsorts' words: a plain scan to the first tie, without the
+                  // vector loop's setup
+    while (i + 1 < n && UWord(w[i] ^ w[i + 1]) >= tie) ++i;
+    if (i + 1 >= n) return true;
   }
   // Blocks of 64 words: the count vectorises, and only blocks holding a tie are scanned.
   constexpr size_t kBlock = 64;
-  size_t i = 0, in_runs = 0;
   while (i + 1 < n) {
     const size_t e = i + kBlock < n - 1 ? i + kBlock : n - 1;
     unsigned ties = 0;
