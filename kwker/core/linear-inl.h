@@ -9,8 +9,11 @@
 //   - "high"/"medium": acc[l] = fma(w, x, acc[l]) per 16-wide step (bf16 widens exactly);
 //   - int8: per block of 32, s = fma(w0, x0, 0); s = fma(w1, x1, s); acc = fma(d, s, acc);
 //   - int4: per group, s accumulates q * x (q in 0..15) over the group's 32-blocks (low nibbles
-//     then high nibbles), then acc = fma(d, s, acc); acc = fma(min, xsum, acc), where xsum is
-//     the lane-wise sum of x over the group (adds in K order);
+//     then high nibbles), then acc = fma(d, s, acc); the minimums go to one scalar chain per
+//     output, mt = fma(min, X, mt) over the groups in order, where X is the group's sum of x (its
+//     lane-wise sums, adds in K order, reduced as below), and y = reduce(acc) + mt. (Per lane,
+//     the minimum cost two more multiply-adds per 32 weights: on AVX2, where this loop is
+//     bound by its vector instructions, 12% of the decode call.)
 //   - "high" from exact Q4_1 / Q8_0 blocks (kLinF32Q4 / kLinF32Q8): each 16-lane half of a
 //     32-block is rebuilt as w = add(mul(d, q), min) / mul(d, q) (GGUF's dequantiser, so the
 //     float32 weights themselves), then acc[l] = fma(w, x, acc[l]) as "high": the same bits;
@@ -307,12 +310,33 @@ void panel_q8(const float *const *xs, const uint8_t *panel, int64_t kp, float (*
     for (int j = 0; j < NR; ++j) out[i][j] = reduce(acc[i][j]);
 }
 
+// int4's minimum term of one row's NR outputs: t[j] = fma(min[j], X, t[j]) per group, one
+// 4-lane multiply-add where the engine has one.
+static_assert(NR == 4, "MinTerm holds one 128-bit vector of outputs");
+#if defined(__AVX512F__) || defined(__AVX2__)
+struct MinTerm {
+  __m128 t = _mm_setzero_ps();
+  void add(const float *mins, float x) { t = _mm_fmadd_ps(_mm_loadu_ps(mins), _mm_set1_ps(x), t); }
+  void store(float *out) const { _mm_storeu_ps(out, t); }
+};
+#else
+struct MinTerm {
+  float t[NR] = {};
+  void add(const float *mins, float x) {
+    for (int j = 0; j < NR; ++j) t[j] = std::fma(mins[j], x, t[j]);
+  }
+  void store(float *out) const { std::memcpy(out, t, sizeof(t)); }
+};
+#endif
+
 // GS: the group size when known at compile time (32, the GGUF size), 0 for any multiple of 32.
+// sums[i][g]: row i's sum of x over group g (linear_run).
 template <int MR, int GS>
 void panel_q4(const float *const *xs, const float *const *sums, const uint8_t *panel,
               int64_t kp, int64_t group_rt, float (*out)[NR]) {
   const int64_t group = GS ? GS : group_rt;
   V acc[MR][NR];
+  MinTerm mt[MR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
   const int64_t qbytes = group / 2;
@@ -342,16 +366,17 @@ void panel_q4(const float *const *xs, const float *const *sums, const uint8_t *p
       }
     }
     for (int j = 0; j < NR; ++j) {
-      V d = V::set1(scale[j]), mn = V::set1(mins[j]);
-      for (int i = 0; i < MR; ++i) {
-        acc[i][j] = fma(d, s[i][j], acc[i][j]);
-        acc[i][j] = fma(mn, V::load(sums[i] + gi * kLinLanes), acc[i][j]);
-      }
+      V d = V::set1(scale[j]);
+      for (int i = 0; i < MR; ++i) acc[i][j] = fma(d, s[i][j], acc[i][j]);
     }
+    for (int i = 0; i < MR; ++i) mt[i].add(mins, sums[i][gi]);
     p += NR * 8 + NR * qbytes;
   }
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) out[i][j] = reduce(acc[i][j]);
+  for (int i = 0; i < MR; ++i) {
+    float m[NR];
+    mt[i].store(m);
+    for (int j = 0; j < NR; ++j) out[i][j] = reduce(acc[i][j]) + m[j];
+  }
 }
 
 // The two 16-lane halves of 32-block b of column j, rebuilt exactly (exact-block "high" modes).
@@ -775,7 +800,7 @@ struct Job {
   int mode;
   int64_t m, n, kp, group, panel_bytes, npanels;
   const float *xpad;   // m rows of kp floats
-  const float *gsums;  // int4: m rows of (kp / group) * 16 lane sums
+  const float *gsums;  // int4: m rows of kp / group group sums of x
   const uint8_t *packed;
   const float *bias;
   float *y;
@@ -790,7 +815,7 @@ void rows_panel(const Job &jb, int64_t m0, int64_t p) {
   const int64_t ng = jb.mode == kLinInt4 ? jb.kp / jb.group : 0;
   for (int i = 0; i < MR; ++i) {
     xs[i] = jb.xpad + (m0 + i) * jb.kp;
-    sums[i] = jb.gsums ? jb.gsums + (m0 + i) * ng * kLinLanes : nullptr;
+    sums[i] = jb.gsums ? jb.gsums + (m0 + i) * ng : nullptr;
   }
   const uint8_t *panel = jb.packed + p * jb.panel_bytes;
   float out[MR][NR];
@@ -833,7 +858,8 @@ void run_task(void *ctx, int task) {
 
 #include "core/linear_int-inl.h"
 
-// Pads x to kp columns (zeros) and, for int4, computes each group's lane-wise sums of x.
+// Pads x to kp columns (zeros) and, for int4, computes each group's sum of x (lane-wise adds in
+// K order, then reduce: the same float operations on every engine).
 int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, const void *packed,
                int64_t n, int64_t group, const float *bias, float *y) {
   // The A8 modes' prompts are int8 / int4's (their decode step quantises x too).
@@ -853,7 +879,7 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   // Decode-sized (a few KiB): plain aligned memory, reused hot by malloc; 64-byte aligned so
   // each x vector is one cache line.
   float *xpad = static_cast<float *>(std::aligned_alloc(
-      64, lin_round_up(int64_t(sizeof(float)) * (m * kp + m * ng * kLinLanes + 1), 64)));
+      64, lin_round_up(int64_t(sizeof(float)) * (m * kp + m * ng + 1), 64)));
   if (!xpad) return -1;
   float *gsums = mode == kLinInt4 ? xpad + m * kp : nullptr;
   for (int64_t r = 0; r < m; ++r) {
@@ -864,7 +890,7 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
       for (int64_t g = 0; g < ng; ++g) {
         V s = V::zero();
         for (int64_t c = g * group; c < (g + 1) * group; c += kLinLanes) s = add(s, V::load(dst + c));
-        s.store(gsums + (r * ng + g) * kLinLanes);
+        gsums[r * ng + g] = reduce(s);
       }
     }
   }
