@@ -168,9 +168,12 @@ def test_table_reports_numbers_ratios_and_failures():
     row["kwker"]["other_cpu_fraction"] = 0.5
     md = llm_llamacpp.table({"env": env, "rows": [row]})
     assert "- Q4_1: other processes used more than 10% of the machine while Kwker ran" in md
-    assert "activations=" not in md
+    assert "activations=float (weight-only" in md
     md = llm_llamacpp.table({"env": dict(env, kwker_activations="int8"), "rows": [row]})
     assert "Kwker's int8 / int4 layers: activations=int8" in md
+    md = llm_llamacpp.table({"env": dict(env, kwker_activations="auto"), "rows": [row]})
+    assert "activations=auto (x quantised per 32-block" in md
+    assert "load_gguf's default for the file's own blocks" in md
 
 
 def test_activations_option_reaches_the_kwker_worker():
@@ -178,7 +181,8 @@ def test_activations_option_reaches_the_kwker_worker():
     its environment); anything else is refused by the command line."""
     from kwker.bench import llm_workers
     assert llm_llamacpp._parse(["--activations", "int8"]).activations == "int8"
-    assert llm_llamacpp._parse([]).activations == "float"
+    assert llm_llamacpp._parse([]).activations == "auto"      # load_gguf's default
+    assert llm_llamacpp._parse(["--activations", "float"]).activations == "float"
     assert llm_workers.ACTIVATIONS_ENV == "KWKER_BENCH_LLM_ACTIVATIONS"
     r = subprocess.run([sys.executable, "-m", "kwker.bench.llm_llamacpp", "--activations", "int4"],
                        capture_output=True, text=True)

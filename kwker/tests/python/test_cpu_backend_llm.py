@@ -140,7 +140,8 @@ def test_sampling_and_several_sequences_run(model):
 
 
 def test_load_gguf_packs_the_files_blocks_exactly(model, text, file_model):
-    m = cb.load_gguf(os.path.join(FOLDER, FILE))
+    # Weight-only (activations="float"): the float model's arithmetic on the file's own blocks.
+    m = cb.load_gguf(os.path.join(FOLDER, FILE), activations="float")
     layers = {n: mod for n, mod in m.named_modules() if isinstance(mod, KwkerLinear)}
     assert len(layers) == 30 * 7 + 1
     modes = {mod.mode for mod in layers.values()}
@@ -173,10 +174,36 @@ def test_load_gguf_bad_input(tmp_path):
         cb.load_gguf(tmp_path / "missing.gguf")
     with pytest.raises(ValueError, match="unknown mode"):
         cb.load_gguf(src, mode="int3")
-    with pytest.raises(ValueError, match="activations='int16' is not one of"):
+    with pytest.raises(ValueError, match="activations='int16' is not one of .*'auto' "
+                                         r"\(the default\) follows each layer's format"):
         cb.load_gguf(src, activations="int16")
     with pytest.raises(ValueError, match="mode 'medium' keeps float activations"):
         cb.load_gguf(src, mode="medium", activations="int8")
+
+
+def test_load_gguf_default_runs_the_files_blocks_as_ggml_does(model, file_model):
+    """activations="auto" (the default): the file's Q4_1 / Q8_0 blocks quantise x per 32-block,
+    as llama.cpp computes these formats (the layers activations="int8" builds)."""
+    auto = cb.load_gguf(os.path.join(FOLDER, FILE))
+    layers = [mod for mod in auto.modules() if isinstance(mod, KwkerLinear)]
+    assert {mod.activations for mod in layers} == {"int8"}
+    assert {mod.mode for mod in layers} == {"int4", "int8"}
+    assert auto._kwker_cpu_backend["activations"] == "auto"
+    assert sorted(auto._kwker_cpu_backend["formats"]) == ["Q4_1 -> int4 (x int8)",
+                                                          "Q8_0 -> int8 (x int8)"]
+    with torch.no_grad():
+        out = auto.generate(torch.tensor(PROMPT), max_new_tokens=1, do_sample=False)
+    assert out[0, -1] == PARIS
+
+
+def test_load_gguf_default_keeps_float_x_where_mode_requantises(model, file_model):
+    """mode="int8" on the Q4_1 file: the Q4_1 layers become Kwker's own int8 blocks and keep
+    float activations (as optimize()); the Q8_0 LM head keeps the file's blocks and its x int8."""
+    conv = cb.load_gguf(os.path.join(FOLDER, FILE), mode="int8")
+    acts = {n: mod.activations for n, mod in conv.named_modules() if isinstance(mod, KwkerLinear)}
+    assert acts.pop("lm_head") == "int8"
+    assert set(acts.values()) == {"float"}
+    assert sorted(conv._kwker_cpu_backend["formats"]) == ["Q4_1 -> int8", "Q8_0 -> int8 (x int8)"]
 
 
 def test_load_gguf_int8_activations_run_the_files_blocks_as_w4a8(model, file_model):

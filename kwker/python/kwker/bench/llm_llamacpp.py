@@ -250,10 +250,15 @@ def table(result):
               "while each engine ran."]
     if env.get("system_info"):
         lines.append(f"llama.cpp build: `{env['system_info']}`")
-    if env.get("kwker_activations", "float") != "float":
-        lines.append(f"Kwker's int8 / int4 layers: activations={env['kwker_activations']} (x "
-                     "quantised per 32-block at every row count, W8A8 / W4A8, as llama.cpp "
-                     "computes these formats).")
+    act = env.get("kwker_activations", "float")
+    if act == "float":
+        lines.append("Kwker's int8 / int4 layers: activations=float (weight-only: x stays float32 "
+                     "in the decode step, more work per weight than llama.cpp's scheme).")
+    else:
+        lines.append(f"Kwker's int8 / int4 layers: activations={act} (x quantised per 32-block at "
+                     "every row count, W8A8 / W4A8, as llama.cpp computes these formats"
+                     + ("; load_gguf's default for the file's own blocks" if act == "auto" else "")
+                     + ").")
     if env.get("isa"):
         lines.append(f"Held to: {env['isa']}. Kwker engine: {env.get('kwker_engine')}; torch CPU "
                      f"capability: {env.get('torch_cpu_capability')}; llama.cpp: "
@@ -306,10 +311,11 @@ def _parse(argv):
                    help="what the run holds every engine to: native, or avx2 (make bench-llm "
                         "BENCH_LLM_ISA=avx2 sets KWKER_ISA=avx2, ATEN_CPU_CAPABILITY=avx2 and a "
                         "llama.cpp built without AVX-512); the report checks each engine")
-    p.add_argument("--activations", choices=("float", "int8"), default="float",
-                   help="Kwker's int8 / int4 layers: float activations in the decode step (the "
-                        "default), or int8 (W8A8 / W4A8, the scheme llama.cpp itself runs for "
-                        "these formats); load_gguf(activations=...)")
+    p.add_argument("--activations", choices=("auto", "float", "int8"), default="auto",
+                   help="Kwker's int8 / int4 layers: load_gguf(activations=...): auto (the "
+                        "default: the file's Q8_0 / Q4_0 / Q4_1 blocks with x quantised per "
+                        "32-block, the scheme llama.cpp itself runs these formats in), float "
+                        "(weight-only, x float32 in the decode step) or int8 (W8A8 / W4A8)")
     p.add_argument("--formats", default=",".join(llm_formats.FORMATS),
                    help=f"comma-separated subset of {','.join(llm_formats.FORMATS)}")
     a = p.parse_args(argv)

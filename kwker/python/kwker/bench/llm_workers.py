@@ -87,8 +87,8 @@ class KwkerEngine:
         self._cfg = kwker.config(max_threads=THREADS)
         self._cfg.__enter__()
         t = time.perf_counter()
-        # llm_llamacpp --activations: int8 runs the int8 / int4 layers as W8A8 / W4A8.
-        self.model = cb.load_gguf(path, activations=os.environ.get(ACTIVATIONS_ENV, "float"))
+        # llm_llamacpp --activations (load_gguf's own default, "auto", unless given).
+        self.model = cb.load_gguf(path, activations=os.environ.get(ACTIVATIONS_ENV, "auto"))
         info = dict(getattr(self.model, "_kwker_cpu_backend", {}) or {})
         self.info = {"load_s": time.perf_counter() - t, "formats": info.get("formats"),
                      "decoder": info.get("decoder"), "engine": cb.status().get("engine")}

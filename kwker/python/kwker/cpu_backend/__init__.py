@@ -36,5 +36,7 @@ load_gguf.__doc__ = """Loads a GGUF file into a transformers model whose linear 
 file's blocks packed for Kwker's kernels: Q4_0 / Q4_1 -> int4, Q8_0 -> int8, BF16 -> medium,
 F32 -> high, F16 -> high (exact; mode="medium" stores bfloat16, lossy). mode= converts every
 layer to another mode. decoder= as for optimize() (the fused decode step; "off" keeps per-layer
-kernels). activations="int8" quantises x for the int8 / int4 layers in the decode step too (W8A8
-/ W4A8, llama.cpp's own scheme for these formats; see optimize()). See _gguf.py."""
+kernels). activations="auto" (the default): layers that keep the file's Q8_0 / Q4_0 / Q4_1
+blocks quantise x per 32-block in the decode step too (W8A8 / W4A8, the scheme llama.cpp runs
+these formats in), layers mode= re-quantises keep float x; "float" keeps x float32 everywhere
+(weight-only), "int8" quantises x for every int8 / int4 layer. See _gguf.py."""

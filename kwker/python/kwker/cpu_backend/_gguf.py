@@ -72,7 +72,19 @@ def _field(reader, key):
     return None if f is None else f.contents()
 
 
-def load_gguf(path, mode=None, *, threads=None, decoder="auto", activations="float",
+def layer_activations(activations, keeps_file_blocks, want):
+    """The activations a layer computes with. "auto" (load_gguf's default): a layer that keeps
+    its file's Q8_0 / Q4_0 / Q4_1 blocks quantises x per 32-block as ggml computes those formats
+    (their dot products take Q8 activations in llama.cpp, on every CPU), so Kwker gives the
+    file's own arithmetic; a layer mode= re-quantised keeps float activations, as optimize()."""
+    if want not in ("int8", "int4"):
+        return "float"
+    if activations == "auto":
+        return "int8" if keeps_file_blocks else "float"
+    return activations
+
+
+def load_gguf(path, mode=None, *, threads=None, decoder="auto", activations="auto",
               **from_pretrained):
     """See kwker.cpu_backend.load_gguf."""
     torch = INTEGRATION.require("torch", "load_gguf()")
@@ -124,8 +136,9 @@ def load_gguf(path, mode=None, *, threads=None, decoder="auto", activations="flo
             if kind == "F16" and mode == "medium":
                 native = None  # F16 -> bfloat16 is a conversion (lossy)
             n, k = lin.weight.shape
-            act = activations if want in ("int8", "int4") else "float"
-            if native and native[0] == want and native[0] in ("int8", "int4") and k % 32 == 0:
+            keeps = bool(native) and native[0] == want and want in ("int8", "int4")
+            act = layer_activations(activations, keeps, want)
+            if keeps and k % 32 == 0:
                 q, d, m = _blocks(t, n, k)
                 new[name] = _exact_layer(lin, q, d, m, want, native[1], t_arg, heads, name, act)
             else:
@@ -135,7 +148,8 @@ def load_gguf(path, mode=None, *, threads=None, decoder="auto", activations="flo
                                                     activations=act)
             store = getattr(new[name], "storage", None)
             kinds[name] = f"{kind or 'float'} -> {want}" + (
-                f" ({store})" if store not in (None, "float32") else "")
+                f" ({store})" if store not in (None, "float32") else "") + (
+                " (x int8)" if act == "int8" else "")
     for name, mod in new.items():
         _replace(model, name, mod)
     model._kwker_cpu_backend = {"mode": mode, "gguf": path, "layers": len(new),

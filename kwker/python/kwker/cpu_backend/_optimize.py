@@ -13,12 +13,17 @@ from ._status import INTEGRATION
 
 
 def check_activations(activations, mode, where="optimize"):
-    """activations="int8" (W8A8 / W4A8) applies to the int8 / int4 layers; "float" is the
-    default. mode None (load_gguf: each layer keeps its file's format) takes either."""
-    if activations not in ACTIVATIONS:
+    """activations="int8" (W8A8 / W4A8) applies to the int8 / int4 layers; "float" is
+    optimize()'s default. load_gguf also takes "auto" (its default: each layer computes as the
+    file's format does, see _gguf.layer_activations); mode None (load_gguf: each layer keeps its
+    file's format) takes any."""
+    choices = ACTIVATIONS + ("auto",) if where == "load_gguf" else ACTIVATIONS
+    if activations not in choices:
+        extra = ("; 'auto' (the default) follows each layer's format in the file"
+                 if where == "load_gguf" else "")
         raise ValueError(f"kwker.cpu_backend.{where}: activations={activations!r} is not one of "
-                         "'float' (the default: x stays float32 in the decode step) or 'int8' "
-                         "(x quantised per 32-block at every row count, int8 / int4 modes)")
+                         "'float' (x stays float32 in the decode step) or 'int8' "
+                         f"(x quantised per 32-block at every row count, int8 / int4 modes){extra}")
     if activations == "int8" and mode not in (None, "int8", "int4"):
         raise ValueError(f"kwker.cpu_backend.{where}: activations='int8' quantises x for int8 / "
                          f"int4 weights; mode {mode!r} keeps float activations (leave "
