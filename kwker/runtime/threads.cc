@@ -254,7 +254,12 @@ ExternalRunner set_thread_runner(ExternalRunner runner) {
 // keep account: of every kWindowNs of their wall time, how much the calling thread spent
 // waiting for others after its last task. Where that is over kWaitShare, the shared calls run on
 // the calling thread alone for a spell (kOffNs at first, doubling with each such window up to
-// kOffMaxNs, halving with each window under it). A share, not single calls: beside a busy
+// kOffMaxNs, halving with each window under it). A spell is measured in the time of the calls
+// it runs, not in wall time, and ends at the latest kSpellWallFactor times its length of wall
+// time after it began (at most kOffMaxNs): a process that alternates decode bursts with other
+// work (or a benchmark that interleaves Kwker with a competitor) would otherwise see each spell
+// run out between bursts and pay a new lossy window of two-thread calls per burst (beside a busy
+// process, int8 decode 0.95x of one thread in 0.25 s slots). A share, not single calls: beside a busy
 // process the thread sharing its CPU with it runs for a time slice and is then preempted inside
 // a task, once per slice (a few ms), so the calls between are on time and only the share of
 // time lost shows it; a worker woken cold (the decode step's first call after generate()'s own
@@ -263,7 +268,9 @@ ExternalRunner set_thread_runner(ExternalRunner runner) {
 constexpr int64_t kLateNs = 100000, kWindowNs = 20000000, kOffNs = 20000000,
                   kOffMaxNs = 1000000000;
 constexpr double kWaitShare = 0.2;
-std::atomic<int64_t> g_off_until{0};
+constexpr int64_t kSpellWallFactor = 4;
+std::atomic<int64_t> g_off_until{0};  // the spell's wall-time end
+std::atomic<int64_t> g_off_left{0};   // the time of calls left to it
 std::atomic<int64_t> g_off_ns{kOffNs};
 std::atomic<int64_t> g_late{0}, g_spells{0};
 std::mutex g_window_mu;  // the window's two sums (shared calls are tens of us and up)
@@ -277,7 +284,9 @@ void verdict(int64_t worked, int64_t waited, int64_t now) {
   if (g_window_ns < kWindowNs) return;
   const int64_t off = g_off_ns.load(std::memory_order_relaxed);
   if (double(g_waited_ns) > kWaitShare * double(g_window_ns)) {
-    g_off_until.store(now + off, std::memory_order_relaxed);
+    const int64_t wall = kSpellWallFactor * off < kOffMaxNs ? kSpellWallFactor * off : kOffMaxNs;
+    g_off_left.store(off, std::memory_order_relaxed);
+    g_off_until.store(now + wall, std::memory_order_relaxed);
     g_off_ns.store(off * 2 < kOffMaxNs ? off * 2 : kOffMaxNs, std::memory_order_relaxed);
     g_spells.fetch_add(1, std::memory_order_relaxed);
   } else if (off > kOffNs) {
@@ -437,10 +446,18 @@ int64_t solo_spells() { return g_spells.load(std::memory_order_relaxed); }
 // (Contention); run_parallel's one task per thread does neither.
 static void run(int threads, int ntasks, void (*fn)(void *, int), void *ctx, bool shared) {
   if (threads > ntasks) threads = ntasks;
-  if (threads <= 1 || t_in_task ||
-      (shared && now_ns() < g_off_until.load(std::memory_order_relaxed))) {
+  if (threads <= 1 || t_in_task) {
     for (int i = 0; i < ntasks; ++i) fn(ctx, i);
     return;
+  }
+  if (shared && g_off_left.load(std::memory_order_relaxed) > 0) {
+    const int64_t t0 = now_ns();
+    if (t0 < g_off_until.load(std::memory_order_relaxed)) {  // in a spell: the caller alone
+      for (int i = 0; i < ntasks; ++i) fn(ctx, i);
+      g_off_left.fetch_sub(now_ns() - t0, std::memory_order_relaxed);
+      return;
+    }
+    g_off_left.store(0, std::memory_order_relaxed);  // its wall time ran out
   }
   if (t_runner && runner_run(threads, ntasks, fn, ctx, shared)) return;
   pool_run(threads, ntasks, fn, ctx, shared);

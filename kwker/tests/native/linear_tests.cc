@@ -472,7 +472,8 @@ int late_runner(int ntasks, void (*fn)(void *, int), void *ctx) {
 
 // Shared calls (kwker_run_tasks, linear decode calls): the caller takes the tasks a late thread
 // leaves, and once waiting for late threads takes over a fifth of 20 ms of such calls, the next
-// calls run on the caller alone for a spell (20 ms the first time), then the runner again.
+// calls run on the caller alone for a spell (20 ms of their time the first time, ending at the
+// latest 80 ms of wall time after it began), then the runner again.
 void test_late_threads() {
   g_where = "late threads";
   if (std::thread::hardware_concurrency() < 2) return;  // one CPU: every call runs serially
@@ -488,8 +489,19 @@ void test_late_threads() {
   }
   check(g_runner_calls < calls, "after a window of late calls, a call on the caller alone");
   check(calls <= 20, "the spell began within 20 late calls of 3 ms");
-  std::this_thread::sleep_for(std::chrono::milliseconds(25));  // the first spell is 20 ms
-  const int before = g_runner_calls;
+  // The spell counts the time of its calls: a 25 ms pause (longer than the first spell, 20 ms)
+  // does not end it, so the next call still runs on the caller alone.
+  std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  int before = g_runner_calls;
+  {
+    std::vector<std::atomic<int>> seen(16);
+    for (auto &c : seen) c.store(0);
+    check(kwker_run_tasks(16, 2, count_task, seen.data()) == KWKER_OK, "runs in the spell");
+    for (auto &c : seen) check(c.load() == 1, "each task exactly once in the spell");
+    check(g_runner_calls == before, "a pause shorter than the spell's wall limit keeps it");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(85));  // past 4 x 20 ms of wall time
+  before = g_runner_calls;
   std::vector<std::atomic<int>> seen(16);
   for (auto &c : seen) c.store(0);
   check(kwker_run_tasks(16, 2, count_task, seen.data()) == KWKER_OK, "runs after the spell");
