@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "dispatch/reference.h"
 #include "kwker/kwker.h"
 #include "tests/native/harness.h"
@@ -233,6 +235,15 @@ void test_threads_and_modes() {
 }  // namespace
 
 int main(int argc, char **argv) {
+  // A CPU-share page of this process's own (runtime/cpu_share.cc): the thread counts the tests
+  // check must not shrink because other Kwker processes (make test's Python suites, which run
+  // beside this one) are busy on the same CPUs.
+  const std::string share = "/dev/shm/kwker-native-tests-" + std::to_string(int(getpid()));
+  setenv("KWKER_CPU_SHARE_FILE", share.c_str(), 0);
+  struct Unlink {
+    std::string path;
+    ~Unlink() { unlink(path.c_str()); }
+  } unlink_share{share};
   const char *engines[] = {"portable", "sse4.2", "avx2", "avx512"};
   for (const char *e : engines) {
     if (kwker_isa_supported(e)) g_engines.push_back(e);
