@@ -233,9 +233,12 @@ struct LinBuffer {
 // Software prefetch of the weight stream ahead of the panel loops. With one row of x the int8 /
 // int4 loops issue their loads too slowly for one core's hardware prefetchers to keep enough
 // lines in flight (a 2-core Xeon's decode step read int4 weights at 20 GB/s on two threads,
-// 32 GB/s asking for the lines 4 KiB ahead; int8 16 -> 37, bf16 19 -> 22 at 1 KiB). float32
-// panels streamed slower with it (29 -> 26 GB/s) and take none. Speed only: no arithmetic moves.
-constexpr int64_t kLinPrefetchQuant = 4096, kLinPrefetchBf16 = 1024;
+// 32 GB/s asking for the lines 4 KiB ahead; int8 16 -> 37, bf16 19 -> 22 at 1 KiB). 16-bit
+// panels (bf16, float16) ask 8 KiB ahead since a 2-vCPU Zen 5 (16 layers 1,024 x 2,816, one
+// row, interleaved builds: 42-47 GB/s at 1 KiB, 47-60 at 8 KiB, the same at 16 KiB; one thread
+// 3.3 -> 2.3 ms). float32 panels streamed slower with it (29 -> 26 GB/s, Xeon) and take none.
+// Speed only: no arithmetic moves.
+constexpr int64_t kLinPrefetchQuant = 4096, kLinPrefetchBf16 = 8192;
 
 // One panel (NR columns) for MR rows. xs[i] is row i padded to kp; sums[i] its int4 group sums.
 // float32, bf16 and float16 panels differ only in how a vector of weights is loaded.
