@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -284,10 +285,9 @@ void verdict(int64_t worked, int64_t waited, int64_t now) {
   if (g_window_ns < kWindowNs) return;
   const int64_t off = g_off_ns.load(std::memory_order_relaxed);
   if (double(g_waited_ns) > kWaitShare * double(g_window_ns)) {
-    const int64_t wall = kSpellWallFactor * off < kOffMaxNs ? kSpellWallFactor * off : kOffMaxNs;
     g_off_left.store(off, std::memory_order_relaxed);
-    g_off_until.store(now + wall, std::memory_order_relaxed);
-    g_off_ns.store(off * 2 < kOffMaxNs ? off * 2 : kOffMaxNs, std::memory_order_relaxed);
+    g_off_until.store(now + std::min(kSpellWallFactor * off, kOffMaxNs), std::memory_order_relaxed);
+    g_off_ns.store(std::min(off * 2, kOffMaxNs), std::memory_order_relaxed);
     g_spells.fetch_add(1, std::memory_order_relaxed);
   } else if (off > kOffNs) {
     g_off_ns.store(off / 2, std::memory_order_relaxed);

@@ -136,15 +136,15 @@ def load_gguf(path, mode=None, *, threads=None, decoder="auto", activations="aut
             if kind == "F16" and mode == "medium":
                 native = None  # F16 -> bfloat16 is a conversion (lossy)
             n, k = lin.weight.shape
-            keeps = bool(native) and native[0] == want and want in ("int8", "int4")
+            as_stored = bool(native) and native[0] == want   # the file's own format
+            keeps = as_stored and want in ("int8", "int4")      # ... and its blocks
             act = layer_activations(activations, keeps, want)
             if keeps and k % 32 == 0:
                 q, d, m = _blocks(t, n, k)
                 new[name] = _exact_layer(lin, q, d, m, want, native[1], t_arg, heads, name, act)
             else:
                 new[name] = KwkerLinear.from_linear(lin, mode=want, group=32, threads=t_arg,
-                                                    scheme=native[1] if native and
-                                                    native[0] == want else None,
+                                                    scheme=native[1] if as_stored else None,
                                                     activations=act)
             store = getattr(new[name], "storage", None)
             kinds[name] = f"{kind or 'float'} -> {want}" + (
