@@ -52,6 +52,14 @@ constexpr int64_t kSpinNs = 50000;
 // of a loop of row sorts (gaps of 50-200 us) still cost those rows 3-20%. Warm hand-offs make
 // no system call.
 constexpr int64_t kNarrowIdleNs = 500000;
+// Narrowing covers wakes; a worker can also start on the caller's CPU (a new thread is placed
+// where the kernel sees room, and on a VM whose other vCPU the host holds that may be the
+// caller's) or meet the caller there after the scheduler moved either. Both then keep running
+// (the caller in its tasks, the worker spinning between calls), so the kernel leaves them
+// together: a loop of rows of 256 float32 on two threads ran at one thread's speed for its first
+// 50-60 ms (2-vCPU Zen 5, every fresh process), and again after pauses. So a worker that sees a
+// call begin checks its CPU against the caller's (sched_getcpu, no system call) and, on a match,
+// moves itself off that CPU and takes its full mask back (two system calls, only then).
 
 struct Pool {
   std::mutex run_mu;  // one run_parallel at a time; tasks are large, so queueing is cheap
@@ -66,6 +74,8 @@ struct Pool {
   // Calls that narrowed the workers' masks (written under mu; read without it by runtime_info).
   std::atomic<int64_t> narrowings{0};
   cpu_set_t wide_mask;  // the caller's mask then, which a woken worker takes back
+  std::atomic<int> caller_cpu{-1};  // where the current call's caller runs
+  std::atomic<int64_t> hops{0};     // workers that moved off the caller's CPU
   int64_t last_end_ns = 0;  // when the last run_parallel finished (under run_mu)
   void (*fn)(void *, int) = nullptr;
   void *ctx = nullptr;
@@ -114,6 +124,20 @@ void drain(Pool *p, std::unique_lock<std::mutex> &lk) {
   }
 }
 
+bool without_cpu(const cpu_set_t &wide, int cpu, cpu_set_t &narrow);
+
+// Moves the calling worker off `cpu` (see Placement): its mask without that CPU, which the
+// kernel applies before the call returns, then its own mask back, which leaves it where it now
+// runs. False when its mask holds no other CPU.
+bool hop_off(int cpu) {
+  cpu_set_t own, narrow;
+  CPU_ZERO(&own);
+  if (sched_getaffinity(0, sizeof(own), &own) != 0 || !without_cpu(own, cpu, narrow)) return false;
+  if (sched_setaffinity(0, sizeof(narrow), &narrow) != 0) return false;
+  sched_setaffinity(0, sizeof(own), &own);
+  return true;
+}
+
 void worker_main(Pool *p) {
   uint64_t seen;
   int64_t widened = 0;  // the narrowing this worker last undid
@@ -140,6 +164,12 @@ void worker_main(Pool *p) {
     // A call for fewer threads than the pool has workers: the first to come take part.
     if (p->helpers < p->helpers_max) {
       ++p->helpers;
+      const int cpu = p->caller_cpu.load(std::memory_order_relaxed);
+      if (cpu >= 0 && sched_getcpu() == cpu) {
+        lk.unlock();
+        if (hop_off(cpu)) p->hops.fetch_add(1, std::memory_order_relaxed);
+        lk.lock();
+      }
       drain(p, lk);
     }
   }
@@ -223,7 +253,8 @@ int pool_workers() {
 }
 int64_t runner_placements();
 int64_t placed_wakes() {
-  return g_pool->narrowings.load(std::memory_order_relaxed) + runner_placements();
+  return g_pool->narrowings.load(std::memory_order_relaxed) +
+         g_pool->hops.load(std::memory_order_relaxed) + runner_placements();
 }
 void set_user_max_threads(int n) { g_user_max.store(n < 0 ? 0 : n); }
 
@@ -308,6 +339,7 @@ static void pool_run(int threads, int ntasks, void (*fn)(void *, int), void *ctx
     t.detach();
   }
   if (p->sleepers.load() > 0 && now_ns() - p->last_end_ns >= kNarrowIdleNs) narrow_workers(p);
+  p->caller_cpu.store(sched_getcpu(), std::memory_order_relaxed);
   p->fn = fn;
   p->ctx = ctx;
   p->ntasks = ntasks;
