@@ -38,7 +38,8 @@ CAPACITY = {"avx512": {16: 512, 32: 256, 64: 128}, "avx2": {16: 256, 32: 128, 64
 # Knobs whose best value depends on the core more than on the engine: on avx512 they have one
 # row per CPU vendor ("avx512 on Intel", "avx512 on AMD"; core/tuning-inl.h's kIntelDefaults).
 VENDOR_KNOBS = {"avx512": ("sort_float_min_32", "sort_float_max_32", "sort_float_min_64",
-                           "sort_float_max_64")}
+                           "sort_float_max_64", "sort_float_pair_min_32",
+                           "sort_float_pair_min_64")}
 
 
 def cpu_vendor():
@@ -79,8 +80,10 @@ def compare(fn, a, b):
     return statistics.median(ta), statistics.median(tb)
 
 
-def data(dtype, n, rng):
+def data(dtype, n, rng, kind="normal"):
     dt = np.dtype(dtype)
+    if dt.kind == "f" and kind == "uniform":
+        return rng.random(n).astype(dt)
     if dt.kind == "f":  # both signs: the integer-key path reverses the negative block
         return rng.standard_normal(n).astype(dt)
     info = np.iinfo(dt)
@@ -157,11 +160,12 @@ class Measure:
         self.rng = rng
         self.total = total
         self.log = log
+        self.kind = "normal"  # floats: "normal" (both signs) or "uniform" (in [0, 1))
 
     def rows(self, op, dtype, sizes, short, general):
         points = []
         for n in sizes:
-            a = data(dtype, max(n, self.total // n * n), self.rng)
+            a = data(dtype, max(n, self.total // n * n), self.rng, self.kind)
             t_short, t_gen = compare(segments_call(op, a, n), short(n), general(n))
             points.append((n, t_gen / t_short))
         self.log(f"    {op} {dtype}: " + ", ".join(f"{n}: {r:.2f}x" for n, r in points))
@@ -218,21 +222,50 @@ def measure_engine(engine, args, log):
             pts = m.rows("sort", dtype, network_sizes(cap, 9),
                          lambda n: {knob: BIG, "sort_tiny_max": 8}, lambda n: dict(off))
             note(knob, largest_on_balance(pts), "general/network: " + fmt(pts))
-        # Two networks and a merge layer, above one network's capacity.
+        # Two networks and a merge layer, above one network's capacity, on integer keys: the
+        # integer dtype of the width and its float dtype kept to integer keys (floats with a
+        # NaN or -0.0, or outside the float window), whichever gains less. Floats compared as
+        # floats have their own lower bound (sort_float_pair_min, below).
         lo_k, hi_k = f"sort_pair_min_{width}", f"sort_pair_max_{width}"
+        sizes = sorted({cap + 1, cap * 5 // 4, cap * 11 // 8, cap * 3 // 2, cap * 25 // 16,
+                        cap * 13 // 8, cap * 7 // 4, cap * 2})
+        as_ints = {f"sort_float_min_{width}": 0} if width > 16 else {}
         if not want(lo_k, hi_k):
-            continue
-        if engine != "portable":
-            sizes = sorted({cap + 1, cap * 5 // 4, cap * 11 // 8, cap * 3 // 2, cap * 13 // 8,
-                            cap * 7 // 4, cap * 2})
-            pts = m.rows("sort", dtype, sizes, lambda n: {lo_k: 0, hi_k: BIG},
-                         lambda n: {lo_k: BIG, hi_k: 0})
+            pass
+        elif engine != "portable":
+            per = [m.rows("sort", dt, sizes, lambda n: {lo_k: 0, hi_k: BIG, **as_ints},
+                          lambda n: {lo_k: BIG, hi_k: 0, **as_ints})
+                   for dt in (f"int{width}", dtype)]
+            pts = [(n, min(p[i][1] for p in per)) for i, n in enumerate(sizes)]
             start = smallest_winning_tail(pts)
-            note(lo_k, start if start is not None else 0, "general/pair: " + fmt(pts))
+            note(lo_k, start if start is not None else 0,
+                 f"general/pair (worse of int{width}, {dtype} as integer keys): " + fmt(pts))
             note(hi_k, cap * 2 if start is not None else 0, "the pair holds 2 networks")
         else:
             note(lo_k, 0, "no vector networks on this engine")
             note(hi_k, 0, "no vector networks on this engine")
+        # Floats compared as floats inside their window: the pair's own lower bound, on values
+        # of both signs and on [0, 1) (the general path's cost differs between them: float32
+        # on a Zen 5 held to AVX2 won from 129 keys on the first, only from ~200 on the second).
+        fp_k = f"sort_float_pair_min_{width}"
+        if width == 16 or not want(fp_k):
+            continue
+        if engine not in ("avx512", "avx2") or rt.get_tuning(f"sort_float_min_{width}") == 0:
+            note(fp_k, 0, "no float comparisons here: the pair starts at " + lo_k)
+            continue
+        if rt.get_tuning(f"sort_float_max_{width}") <= cap:
+            note(fp_k, 0, "the float window ends within one network: the pair starts at " + lo_k)
+            continue
+        per = []
+        for gen in ("normal", "uniform"):
+            m.kind = gen
+            per.append(m.rows("sort", dtype, sizes, lambda n: {fp_k: cap + 1, hi_k: BIG},
+                              lambda n: {fp_k: BIG, lo_k: BIG}))
+        m.kind = "normal"
+        pts = [(n, min(p[i][1] for p in per)) for i, n in enumerate(sizes)]
+        start = smallest_winning_tail(pts)
+        note(fp_k, start if start is not None else BIG,
+             f"general/pair compared as floats (worse of normal, [0, 1) {dtype}): " + fmt(pts))
 
     # Packed argsort words: 32 bits for 16-bit keys, 64 bits otherwise.
     for knob, dtype, width in (("argsort_network_max_16", "int16", 32),

@@ -74,15 +74,22 @@ struct UnpackIndex {
 
 // Whether n values take the register paths of short-inl.h, which skip all per-call setup: up
 // to the network knob (never more than one network call holds), or within the two-network
-// merge's window. Both knobs are measured per engine (core/tuning-inl.h).
+// merge's window, which float values compared as floats enter from a lower size of their own.
+// The knobs are measured per engine (core/tuning-inl.h).
 template <class Codec> bool use_short_sort(size_t n) {
   constexpr size_t w = sizeof(typename NetKeyOf<typename Codec::K>::type);
   constexpr int i = w == 2 ? 0 : w == 4 ? 1 : 2;  // knob triples are ordered 16, 32, 64
   constexpr size_t cap = short_network_capacity<Codec>();
   const size_t t = knob(tune::Knob(tune::kSortNetwork16 + i));
   if (n <= (t < cap ? t : cap)) return true;
-  if constexpr (coded_ok<Codec>())
-    return n > cap && n <= 2 * cap && vq::pair_leaf<vq::Ops<typename Codec::K>>(n);
+  if constexpr (coded_ok<Codec>()) {
+    if (n <= cap || n > 2 * cap) return false;
+    if (floats_as_floats<Codec>(n)) {  // the pair compares floats: its own lower bound
+      const size_t f = knob(w == 4 ? tune::kSortFloatPairMin32 : tune::kSortFloatPairMin64);
+      if (f != 0) return n >= f && n <= knob(tune::Knob(tune::kSortPairMax16 + 2 * i));
+    }
+    return vq::pair_leaf<vq::Ops<typename Codec::K>>(n);
+  }
   return false;
 }
 
@@ -847,8 +854,8 @@ inline int e_argsort(CallCtx &ctx, int dtype, const void *data, int64_t n, int64
   });
 }
 
-// Rows of G keys, G a power of two up to a register's width: W / G rows per register
-// (coded-inl.h), split over the threads in contiguous chunks. Registers holding a NaN, and the
+// Rows of G keys, G a power of two up to four registers' width: W / G rows per register, or a
+// row in G / W registers (coded-inl.h), split over the threads in contiguous chunks. Registers holding a NaN, and the
 // tail, take the short path row by row.
 template <class Codec, size_t G>
 void sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
@@ -859,7 +866,8 @@ void sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
     const size_t end = chunk_begin(rows, parts, t + 1);
     while (r < end) {
       r += sort_rows_in_lanes<Codec, G>(c, src + r * G, dst + r * G, end - r);
-      const size_t stop = r + vq::Ops<typename Codec::K>::W / G < end ? r + vq::Ops<typename Codec::K>::W / G : end;
+      constexpr size_t W = vq::Ops<typename Codec::K>::W, R = G <= W ? W / G : 1;
+      const size_t stop = r + R < end ? r + R : end;  // rows of a register left at a NaN
       for (; r < stop; ++r) sort_short(c, src + r * G, dst + r * G, G);
     }
   };
@@ -877,19 +885,19 @@ bool try_sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *s
     switch (segs.row_len) {
       case 2: sort_rows_lanes<Codec, 2>(ctx, c, src, dst, rows); return true;
       case 4:
-        if constexpr (W >= 8) {
+        if constexpr (W >= 4) {
           sort_rows_lanes<Codec, 4>(ctx, c, src, dst, rows);
           return true;
         }
         return false;
       case 8:
-        if constexpr (W >= 8) {
+        if constexpr (W >= 4) {
           sort_rows_lanes<Codec, 8>(ctx, c, src, dst, rows);
           return true;
         }
         return false;
       case 16:
-        if constexpr (W >= 16) {
+        if constexpr (W >= 4) {
           sort_rows_lanes<Codec, 16>(ctx, c, src, dst, rows);
           return true;
         }

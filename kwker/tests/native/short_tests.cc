@@ -180,7 +180,7 @@ void test_knob_boundaries() {
                          "argsort_network_max_16", "argsort_network_max_32", "argsort_network_max_64",
                          "sort_tiny_max",          "argsort_tiny_max",       "presorted_min",
                          "sort_float_min_32",      "sort_float_min_64",      "sort_float_max_32",
-                         "sort_float_max_64"};
+                         "sort_float_max_64",      "sort_float_pair_min_32", "sort_float_pair_min_64"};
   for (const char *e : g_engines) {
     kwker_set_isa(e);
     std::vector<int64_t> sizes;
@@ -197,7 +197,8 @@ void test_knob_boundaries() {
       if (pass == 1)
         for (const char *k : knobs) kwker_set_tuning(k, 0);
       if (pass == 2)
-        for (const char *k : {"sort_pair_min_16", "sort_pair_min_32", "sort_pair_min_64"})
+        for (const char *k : {"sort_pair_min_16", "sort_pair_min_32", "sort_pair_min_64",
+                              "sort_float_pair_min_32", "sort_float_pair_min_64"})
           kwker_set_tuning(k, 0);
       for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype)
         for (int64_t n : sizes)
