@@ -750,17 +750,24 @@ void for_segments(CallCtx &ctx, const Segments &segs, Body body) {
   int64_t big = total / (2 * int64_t(T));
   for (int64_t i = 0; i < segs.count; ++i)
     if (segs.end(i) - segs.begin(i) > big) body(ctx, i);
-  // Segments are claimed in runs worth about 16K elements, so the shared counter's cache line
-  // does not bounce between cores once per short row.
+  // Segments are claimed in runs worth at least 4K elements, so the shared counter's cache
+  // line does not bounce between cores once per short row, and at most a 1 / (4 T) share of
+  // what is left (guided: large runs first, small ones at the end, so the threads finish
+  // together; fixed runs of 16K elements left one thread waiting up to a run at the end).
   const int64_t avg = total / segs.count;
-  const int64_t run = avg >= 16384 ? 1 : 16384 / (avg > 0 ? avg : 1);
+  const int64_t run = avg >= 4096 ? 1 : 4096 / (avg > 0 ? avg : 1);
   int64_t next = 0;
   auto task = [&](int) {
     CallCtx one{1, ctx.algos, 1};
     for (;;) {
-      int64_t first = __atomic_fetch_add(&next, run, __ATOMIC_RELAXED);
-      if (first >= segs.count) return;
-      int64_t last = first + run < segs.count ? first + run : segs.count;
+      int64_t first = __atomic_load_n(&next, __ATOMIC_RELAXED), take;
+      do {
+        if (first >= segs.count) return;
+        take = (segs.count - first) / (4 * int64_t(T));
+        if (take < run) take = run;
+      } while (!__atomic_compare_exchange_n(&next, &first, first + take, true, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED));
+      int64_t last = first + take < segs.count ? first + take : segs.count;
       for (int64_t i = first; i < last; ++i)
         if (segs.end(i) - segs.begin(i) <= big) body(one, i);
     }
