@@ -57,7 +57,7 @@ constexpr int64_t kNarrowIdleNs = 500000;
 // caller's) or meet the caller there after the scheduler moved either. Both then keep running
 // (the caller in its tasks, the worker spinning between calls), so the kernel leaves them
 // together: a loop of rows of 256 float32 on two threads ran at one thread's speed for its first
-// 50-60 ms (2-vCPU Zen 5, every fresh process), and again after pauses. So a worker that sees a
+// 50-60 ms (2-vCPU Zen 5, in 2 of 6 fresh processes), and again after pauses. So a worker that sees a
 // call begin checks its CPU against the caller's (sched_getcpu, no system call) and, on a match,
 // moves itself off that CPU and takes its full mask back (two system calls, only then).
 
@@ -169,6 +169,9 @@ void worker_main(Pool *p) {
         lk.unlock();
         if (hop_off(cpu)) p->hops.fetch_add(1, std::memory_order_relaxed);
         lk.lock();
+        // The call may have ended meanwhile and the next begun, whose helper count this worker
+        // is not in: meet that one from the top.
+        if (p->generation.load() != seen) continue;
       }
       drain(p, lk);
     }
