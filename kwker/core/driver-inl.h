@@ -862,8 +862,8 @@ inline int e_argsort(CallCtx &ctx, int dtype, const void *data, int64_t n, int64
 }
 
 // Rows of G keys, G a power of two up to four registers' width: W / G rows per register, or a
-// row in G / W registers (coded-inl.h), split over the threads in contiguous chunks. Registers holding a NaN, and the
-// tail, take the short path row by row.
+// row in G / W registers (coded-inl.h), split over the threads in contiguous chunks. Registers
+// holding a NaN, and the tail, take the short path row by row.
 template <class Codec, size_t G>
 void sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                      typename Codec::T *dst, size_t rows) {
@@ -871,9 +871,9 @@ void sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   auto task = [&](int t) {
     size_t r = chunk_begin(rows, parts, t);
     const size_t end = chunk_begin(rows, parts, t + 1);
+    constexpr size_t W = vq::Ops<typename Codec::K>::W, R = G <= W ? W / G : 1;
     while (r < end) {
       r += sort_rows_in_lanes<Codec, G>(c, src + r * G, dst + r * G, end - r);
-      constexpr size_t W = vq::Ops<typename Codec::K>::W, R = G <= W ? W / G : 1;
       const size_t stop = r + R < end ? r + R : end;  // rows of a register left at a NaN
       for (; r < stop; ++r) sort_short(c, src + r * G, dst + r * G, G);
     }
@@ -889,28 +889,19 @@ bool try_sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *s
     constexpr size_t W = vq::Ops<typename Codec::K>::W;
     if (segs.offsets) return false;
     const size_t rows = size_t(segs.count);
-    switch (segs.row_len) {
-      case 2: sort_rows_lanes<Codec, 2>(ctx, c, src, dst, rows); return true;
-      case 4:
-        if constexpr (W >= 4) {
-          sort_rows_lanes<Codec, 4>(ctx, c, src, dst, rows);
-          return true;
-        }
-        return false;
-      case 8:
-        if constexpr (W >= 4) {
-          sort_rows_lanes<Codec, 8>(ctx, c, src, dst, rows);
-          return true;
-        }
-        return false;
-      case 16:
-        if constexpr (W >= 4) {
-          sort_rows_lanes<Codec, 16>(ctx, c, src, dst, rows);
-          return true;
-        }
-        return false;
-      default: return false;
+    if (segs.row_len == 2) {
+      sort_rows_lanes<Codec, 2>(ctx, c, src, dst, rows);
+      return true;
     }
+    if constexpr (W >= 4) {  // rows of up to four registers (2-lane registers: rows of 2 only)
+      switch (segs.row_len) {
+        case 4: sort_rows_lanes<Codec, 4>(ctx, c, src, dst, rows); return true;
+        case 8: sort_rows_lanes<Codec, 8>(ctx, c, src, dst, rows); return true;
+        case 16: sort_rows_lanes<Codec, 16>(ctx, c, src, dst, rows); return true;
+        default: return false;
+      }
+    }
+    return false;
   }
   return false;
 }

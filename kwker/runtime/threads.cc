@@ -56,10 +56,11 @@ constexpr int64_t kNarrowIdleNs = 500000;
 // where the kernel sees room, and on a VM whose other vCPU the host holds that may be the
 // caller's) or meet the caller there after the scheduler moved either. Both then keep running
 // (the caller in its tasks, the worker spinning between calls), so the kernel leaves them
-// together: a loop of rows of 256 float32 on two threads ran at one thread's speed for its first
-// 50-60 ms (2-vCPU Zen 5, in 2 of 6 fresh processes), and again after pauses. So a worker that sees a
-// call begin checks its CPU against the caller's (sched_getcpu, no system call) and, on a match,
-// moves itself off that CPU and takes its full mask back (two system calls, only then).
+// together: a loop of rows of 256 float32 on two threads ran at one thread's speed for its
+// first 50-60 ms (2-vCPU Zen 5, in 2 of 6 fresh processes), and again after pauses. So a worker
+// that sees a call begin checks its CPU against the caller's (sched_getcpu, no system call) and,
+// on a match, moves itself off that CPU and takes its full mask back (two system calls, only
+// then).
 
 struct Pool {
   std::mutex run_mu;  // one run_parallel at a time; tasks are large, so queueing is cheap
@@ -294,11 +295,11 @@ ExternalRunner set_thread_runner(ExternalRunner runner) {
 // time after it began (at most kOffMaxNs): a process that alternates decode bursts with other
 // work (or a benchmark that interleaves Kwker with a competitor) would otherwise see each spell
 // run out between bursts and pay a new lossy window of two-thread calls per burst (beside a busy
-// process, int8 decode 0.95x of one thread in 0.25 s slots). A share, not single calls: beside a busy
-// process the thread sharing its CPU with it runs for a time slice and is then preempted inside
-// a task, once per slice (a few ms), so the calls between are on time and only the share of
-// time lost shows it; a worker woken cold (the decode step's first call after generate()'s own
-// work, about 100 us per token of 5-10 ms) stays far below it. A call whose caller waited
+// process, int8 decode 0.95x of one thread in 0.25 s slots). A share, not single calls: beside a
+// busy process the thread sharing its CPU with it runs for a time slice and is then preempted
+// inside a task, once per slice (a few ms), so the calls between are on time and only the share
+// of time lost shows it; a worker woken cold (the decode step's first call after generate()'s
+// own work, about 100 us per token of 5-10 ms) stays far below it. A call whose caller waited
 // longer than it worked, and over kLateNs, counts as late (runtime_info).
 constexpr int64_t kLateNs = 100000, kWindowNs = 20000000, kOffNs = 20000000,
                   kOffMaxNs = 1000000000;
