@@ -440,12 +440,18 @@ void panel_exact(const float *const *xs, const uint8_t *panel, int64_t kp, float
 // rows by NC columns keeps RV * NC accumulators in registers (the block shape changes only the
 // speed: 32 zmm registers hold 3 x 8 accumulators beside 3 x vectors and a broadcast weight,
 // 3-5% faster than 2 x 8 on the Xeon with AMX, whose broadcast loads it cuts from 1/2 to 1/3 per
-// FMA; AVX2's 16 ymm registers hold 1 x 4 of 16-lane vectors).
+// FMA).
+// AVX2: groups of 12 columns, run as two blocks of 6 (12 accumulators beside 2 x vectors and a
+// broadcast weight: 15 of the 16 registers). 1 x 4 kept 8 FMA chains in flight, just the
+// latency of two FMA pipes, and streamed x three times per 12 columns.
 #if defined(__AVX512F__)
-constexpr int kPromptRV = 3, kPromptNC = 8;
+constexpr int kPromptRV = 3, kPromptNC = 8, kPromptNB = 8;
+#elif defined(__AVX2__)
+constexpr int kPromptRV = 1, kPromptNC = 12, kPromptNB = 6;
 #else
-constexpr int kPromptRV = 1, kPromptNC = 4;
+constexpr int kPromptRV = 1, kPromptNC = 4, kPromptNB = 4;
 #endif
+static_assert(kPromptNB == kPromptNC || 2 * kPromptNB == kPromptNC, "a group is one or two blocks");
 
 inline float widen(float w) { return w; }
 
@@ -513,18 +519,21 @@ inline void store_rows8(const __m512 a[8], float *y, int64_t ld, const float *bi
 // cost about 4% of a K = 1,024 call), and the last chunk writes y and adds the bias.
 // base is panel p0's weights and pstride the bytes between panels: the packed buffer, or the
 // exact-block modes' float32 panels rebuilt for this column group (prompt_rows).
-template <int RV, int NC, class W>
+// CO: the block's first column within the group (a group of kPromptNC columns runs as blocks of
+// kPromptNB).
+template <int RV, int NC, class W, int CO = 0>
 void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke,
                   const uint8_t *base, int64_t pstride, int64_t pf_next = 0) {
   const W *col[NC];
   for (int c = 0; c < NC; ++c)
-    col[c] = reinterpret_cast<const W *>(base + (c / NR) * pstride) + (c % NR) * kLinLanes;
+    col[c] = reinterpret_cast<const W *>(base + ((CO + c) / NR) * pstride) +
+             ((CO + c) % NR) * kLinLanes;
   V acc[RV][NC];
   if (kb == 0) {
     for (int r = 0; r < RV; ++r)
       for (int c = 0; c < NC; ++c) acc[r][c] = V::zero();
   } else {  // the previous chunk's partial sums, exact floats, as whole vectors
-    const int64_t ncols = jb.npanels * NR, c0 = p0 * NR;
+    const int64_t ncols = jb.npanels * NR, c0 = p0 * NR + CO;
     for (int r = 0; r < RV; ++r)
       for (int c = 0; c < NC; ++c)
         acc[r][c] = V::load(jb.part + ((r0 / kLinLanes + r) * ncols + c0 + c) * kLinLanes);
@@ -533,9 +542,9 @@ void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke
     const int64_t step = (k0 / kLinLanes) * NR * kLinLanes;
     const int lmax = int(ke - k0 < kLinLanes ? ke - k0 : kLinLanes);
     if (pf_next)  // the next column group's lines of this k step, into L2 (see prompt_rows)
-      for (int c = 0; c < NC; c += NR)
+      for (int q = CO / NR; q <= (CO + NC - 1) / NR; ++q)
         for (int b = 0; b < NR * kLinLanes * int(sizeof(W)); b += 64)
-          __builtin_prefetch(reinterpret_cast<const char *>(col[c] + step) + pf_next + b, 0, 2);
+          __builtin_prefetch(base + q * pstride + step * int64_t(sizeof(W)) + pf_next + b, 0, 2);
     for (int l = 0; l < lmax; ++l) {
       const float *xk = jb.xt + r0 * jb.k + (k0 + l) * kLinLanes;
       V xv[RV];
@@ -548,13 +557,13 @@ void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke
   }
   const bool last = ke == jb.k;
   if (!last) {  // the next chunk goes on from these sums
-    const int64_t ncols = jb.npanels * NR, c0 = p0 * NR;
+    const int64_t ncols = jb.npanels * NR, c0 = p0 * NR + CO;
     for (int r = 0; r < RV; ++r)
       for (int c = 0; c < NC; ++c)
         acc[r][c].store(jb.part + ((r0 / kLinLanes + r) * ncols + c0 + c) * kLinLanes);
     return;
   }
-  const int64_t c0 = p0 * NR;
+  const int64_t c0 = p0 * NR + CO;
 #if defined(__AVX512F__)
   if constexpr (NC == 8) {
     if (c0 + NC <= jb.n && r0 + RV * kLinLanes <= jb.m) {
@@ -713,8 +722,15 @@ void prompt_rows(const PJob &jb, int64_t s0, int64_t s1, int64_t g0, int64_t g1,
       const int64_t pf =
           !rebuilt && g + 1 < g1 && p0 + 2 * PG <= jb.npanels ? PG * jb.panel_bytes : 0;
       auto block = [&](auto rv, int64_t r0, int64_t f) {  // rv: std::integral_constant
-        if (full) prompt_block<decltype(rv)::value, kPromptNC, W>(jb, r0, p0, kb, ke, base, pstride, f);
-        else prompt_block<decltype(rv)::value, NR, W>(jb, r0, p0, kb, ke, base, pstride);
+        constexpr int R = decltype(rv)::value;
+        if (!full) {
+          prompt_block<R, NR, W>(jb, r0, p0, kb, ke, base, pstride);
+        } else if constexpr (kPromptNB == kPromptNC) {
+          prompt_block<R, kPromptNC, W>(jb, r0, p0, kb, ke, base, pstride, f);
+        } else {
+          prompt_block<R, kPromptNB, W>(jb, r0, p0, kb, ke, base, pstride, f);
+          prompt_block<R, kPromptNB, W, kPromptNB>(jb, r0, p0, kb, ke, base, pstride, f);
+        }
       };
       for (int64_t s = s0; s < s1;) {
         const int64_t left = s1 - s, r0 = s * kLinLanes, f = s == s0 ? pf : 0;
