@@ -116,11 +116,61 @@ void swap_first_two(Tensor &idx) {
 // default; kwker.release_scratch() empties it). The storage stays resizable.
 constexpr size_t kCachedOutputMin = size_t(8) << 20;
 
+// Small results (up to 64 KiB) come from a per-thread list of freed buffers, a few per power-of-two
+// size: torch.sort of 1,000 floats spent about a tenth of its 3 us in glibc's posix_memalign and
+// free for its two results (its 8 KiB request ran malloc_consolidate every time, since Python's
+// small frees leave fast bins behind). A buffer freed on another thread joins that thread's
+// list; past kSmallKeep per size it goes back to malloc. The class sits in a 64-byte header, so
+// the data stay 64-byte aligned as c10's allocator gives them.
+constexpr int kSmallClasses = 11;  // 64 B << 0 .. 64 B << 10 = 64 KiB
+constexpr int kSmallKeep = 4;
+constexpr size_t kSmallHeader = 64;
+
+struct SmallCache {
+  void *kept[kSmallClasses][kSmallKeep];
+  int count[kSmallClasses] = {};
+  ~SmallCache();
+};
+thread_local bool t_small_gone = false;  // trivially destructible: readable while the thread exits
+thread_local SmallCache t_small;
+SmallCache::~SmallCache() {
+  t_small_gone = true;
+  for (int c = 0; c < kSmallClasses; ++c)
+    for (int i = 0; i < count[c]; ++i) std::free(kept[c][i]);
+}
+
+void *small_acquire(size_t n) {
+  int cls = 0;
+  while ((size_t(64) << cls) < n) ++cls;
+  void *base = nullptr;
+  if (!t_small_gone && t_small.count[cls] > 0) base = t_small.kept[cls][--t_small.count[cls]];
+  if (!base) base = std::aligned_alloc(64, kSmallHeader + (size_t(64) << cls));
+  if (!base) return nullptr;
+  *static_cast<int *>(base) = cls;
+  return static_cast<char *>(base) + kSmallHeader;
+}
+
+void small_release(void *p) {
+  void *base = static_cast<char *>(p) - kSmallHeader;
+  const int cls = *static_cast<int *>(base);
+  if (!t_small_gone && t_small.count[cls] < kSmallKeep) {
+    t_small.kept[cls][t_small.count[cls]++] = base;
+    return;
+  }
+  std::free(base);
+}
+
+constexpr size_t kSmallOutputMax = size_t(64) << (kSmallClasses - 1);
+
 struct KwkerAllocator final : c10::Allocator {
   c10::DataPtr allocate(size_t n) override {
+    const c10::Device cpu(c10::DeviceType::CPU);
+    if (n > 0 && n <= kSmallOutputMax) {
+      if (void *p = small_acquire(n)) return {p, p, &small_release, cpu};
+    }
     void *p = n >= kCachedOutputMin ? kwker_buffer_acquire(int64_t(n)) : nullptr;
     if (!p) return c10::GetCPUAllocator()->allocate(n);
-    return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
+    return {p, p, &release, cpu};
   }
   static void release(void *p) { kwker_buffer_release(p); }
   void copy_data(void *dest, const void *src, std::size_t count) const override {

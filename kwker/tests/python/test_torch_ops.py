@@ -368,6 +368,41 @@ def test_kernels_through_either_backend(backend, no_thresholds):
         same(g, w)
 
 
+def test_small_compiled_results_reuse_freed_buffers_safely(torch_ops):
+    """Results up to 64 KiB come from a per-thread list of freed buffers (ops.cc): a reused
+    buffer never aliases a live result, buffers freed on another thread or grown by resize_ stay
+    correct, and every size class up to the limit and just past it gives torch's results."""
+    import threading
+    _install(torch_ops, "compiled")
+    import numpy as np
+    xs = [torch.rand(n, generator=torch.Generator().manual_seed(n)) for n in (1000, 1000, 700)]
+    refs = [torch.from_numpy(np.argsort(x.numpy(), kind="stable")) for x in xs]  # not torch's
+    keep = [torch.sort(x) for x in xs[:2]]
+    for _ in range(3):  # freed and taken again while the kept results live
+        v, i = torch.sort(xs[2])
+        assert torch.equal(i, refs[2])
+        del v, i
+    for (v, i), x, ref in zip(keep, xs, refs):
+        assert torch.equal(v, x[ref]) and torch.equal(i, ref)
+        assert v.data_ptr() % 64 == 0 and i.data_ptr() % 64 == 0
+    assert keep[0][1].data_ptr() != keep[1][1].data_ptr()
+    made = []  # made here, freed on another thread, then the lists used again here
+    t = threading.Thread(target=lambda: made.clear())
+    made.extend(torch.sort(x) for x in xs)
+    t.start()
+    t.join()
+    v, i = keep[0]
+    v.resize_(50_000)  # grows past the small sizes: a normal tensor, moved to a new buffer
+    v[1000:] = 0
+    assert torch.equal(v[:1000], xs[0][refs[0]])
+    del keep, v, i
+    for n in (1, 7, 8, 9, 8191, 8192, 8193, 16384, 100_000):  # int64 indices: 8 B .. 800 KB
+        x = torch.randn(n, generator=torch.Generator().manual_seed(n))
+        v, i = torch.sort(x)
+        ref = torch.from_numpy(np.argsort(x.numpy(), kind="stable"))
+        assert torch.equal(v, x[ref]) and torch.equal(i, ref), n
+
+
 def test_large_compiled_results_come_from_kwkers_cache_and_go_back(torch_ops):
     x = torch.rand(3_000_000)
     ref = torch.sort(x, stable=True)  # torch's own
