@@ -542,7 +542,7 @@ void prompt_block(const PJob &jb, int64_t r0, int64_t p0, int64_t kb, int64_t ke
     const int64_t step = (k0 / kLinLanes) * NR * kLinLanes;
     const int lmax = int(ke - k0 < kLinLanes ? ke - k0 : kLinLanes);
     if (pf_next)  // the next column group's lines of this k step, into L2 (see prompt_rows)
-      for (int q = CO / NR; q <= (CO + NC - 1) / NR; ++q)
+      for (int q = (CO + NR - 1) / NR; q <= (CO + NC - 1) / NR; ++q)  // each panel once
         for (int b = 0; b < NR * kLinLanes * int(sizeof(W)); b += 64)
           __builtin_prefetch(base + q * pstride + step * int64_t(sizeof(W)) + pf_next + b, 0, 2);
     for (int l = 0; l < lmax; ++l) {
