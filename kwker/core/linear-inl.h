@@ -237,7 +237,8 @@ struct LinBuffer {
 // panels (bf16, float16) ask 8 KiB ahead since a 2-vCPU Zen 5 (16 layers 1,024 x 2,816, one
 // row, interleaved builds: 42-47 GB/s at 1 KiB, 47-60 at 8 KiB, the same at 16 KiB; one thread
 // 3.3 -> 2.3 ms). float32 panels streamed slower with it (29 -> 26 GB/s, Xeon) and take none.
-// Speed only: no arithmetic moves.
+// At one row (the decode step) the lines are asked for as non-temporal: a token's weights then
+// leave the caches to what runs between the calls (design.md). Speed only: no arithmetic moves.
 constexpr int64_t kLinPrefetchQuant = 4096, kLinPrefetchBf16 = 8192;
 
 // One panel (NR columns) for MR rows. xs[i] is row i padded to kp; sums[i] its int4 group sums.
@@ -250,13 +251,14 @@ inline V load_weights(const uint16_t *w) { return V::load_bf16(w); }
 inline V load_weights(const Half *w) { return V::load_f16(&w->bits); }
 
 template <int MR, class W>
-void panel_dense(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
+void panel_dense(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR],
+                 bool once) {
   const W *w = reinterpret_cast<const W *>(panel);
   V acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
   for (int64_t k = 0; k < kp; k += kLinLanes, w += NR * kLinLanes) {
-    prefetch_ahead<sizeof(W) == 2 ? kLinPrefetchBf16 : 0>(w, NR * kLinLanes * sizeof(W));
+    prefetch_ahead<sizeof(W) == 2 ? kLinPrefetchBf16 : 0>(w, NR * kLinLanes * sizeof(W), once);
     V xv[MR];
     for (int i = 0; i < MR; ++i) xv[i] = V::load(xs[i] + k);
     for (int j = 0; j < NR; ++j) {
@@ -269,28 +271,32 @@ void panel_dense(const float *const *xs, const uint8_t *panel, int64_t kp, float
 }
 
 template <int MR>
-void panel_f32(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
-  panel_dense<MR, float>(xs, panel, kp, out);
+void panel_f32(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR],
+               bool once) {
+  panel_dense<MR, float>(xs, panel, kp, out, once);
 }
 
 template <int MR>
-void panel_bf16(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
-  panel_dense<MR, uint16_t>(xs, panel, kp, out);
+void panel_bf16(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR],
+                bool once) {
+  panel_dense<MR, uint16_t>(xs, panel, kp, out, once);
 }
 
 template <int MR>
-void panel_f16(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
-  panel_dense<MR, Half>(xs, panel, kp, out);
+void panel_f16(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR],
+               bool once) {
+  panel_dense<MR, Half>(xs, panel, kp, out, once);
 }
 
 template <int MR>
-void panel_q8(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
+void panel_q8(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR],
+              bool once) {
   V acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
   const uint8_t *p = panel;
   for (int64_t k = 0; k < kp; k += kLinQ8Block, p += kLinQ8PanelBlockBytes) {
-    prefetch_ahead<kLinPrefetchQuant>(p, kLinQ8PanelBlockBytes);
+    prefetch_ahead<kLinPrefetchQuant>(p, kLinQ8PanelBlockBytes, once);
     float scale[NR];
     std::memcpy(scale, p, sizeof(scale));
     const int8_t *q = reinterpret_cast<const int8_t *>(p + NR * 4);
@@ -336,7 +342,7 @@ struct MinTerm {
 // sums[i][g]: row i's sum of x over group g (linear_run).
 template <int MR, int GS>
 void panel_q4(const float *const *xs, const float *const *sums, const uint8_t *panel,
-              int64_t kp, int64_t group_rt, float (*out)[NR]) {
+              int64_t kp, int64_t group_rt, float (*out)[NR], bool once) {
   const int64_t group = GS ? GS : group_rt;
   V acc[MR][NR];
   MinTerm mt[MR];
@@ -345,7 +351,7 @@ void panel_q4(const float *const *xs, const float *const *sums, const uint8_t *p
   const int64_t qbytes = group / 2;
   const uint8_t *p = panel;
   for (int64_t g0 = 0, gi = 0; g0 < kp; g0 += group, ++gi) {
-    prefetch_ahead<kLinPrefetchQuant>(p, NR * 8 + NR * qbytes);
+    prefetch_ahead<kLinPrefetchQuant>(p, NR * 8 + NR * qbytes, once);
     float scale[NR], mins[NR];
     std::memcpy(scale, p, sizeof(scale));
     std::memcpy(mins, p + NR * 4, sizeof(mins));
@@ -408,13 +414,14 @@ inline void exact_halves(const uint8_t *panel, int64_t b, int j, V &w0, V &w1) {
 }
 
 template <int MR, int MODE>
-void panel_exact(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR]) {
+void panel_exact(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR],
+                 bool once) {
   constexpr int64_t block_bytes = MODE == kLinF32Q4 ? NR * 8 + NR * 16 : kLinQ8PanelBlockBytes;
   V acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
   for (int64_t k = 0, b = 0; k < kp; k += kLinQ8Block, ++b) {
-    prefetch_ahead<kLinPrefetchQuant>(panel + b * block_bytes, block_bytes);
+    prefetch_ahead<kLinPrefetchQuant>(panel + b * block_bytes, block_bytes, once);
     V x0[MR], x1[MR];
     for (int i = 0; i < MR; ++i) {
       x0[i] = V::load(xs[i] + k);
@@ -837,17 +844,18 @@ void rows_panel(const Job &jb, int64_t m0, int64_t p) {
     sums[i] = jb.gsums ? jb.gsums + (m0 + i) * ng : nullptr;
   }
   const uint8_t *panel = jb.packed + p * jb.panel_bytes;
+  const bool once = jb.m == 1;  // the call's only pass over this panel
   float out[MR][NR];
   switch (jb.mode) {
-    case kLinF32: panel_f32<MR>(xs, panel, jb.kp, out); break;
-    case kLinBF16: panel_bf16<MR>(xs, panel, jb.kp, out); break;
-    case kLinInt8: panel_q8<MR>(xs, panel, jb.kp, out); break;
-    case kLinF32Q4: panel_exact<MR, kLinF32Q4>(xs, panel, jb.kp, out); break;
-    case kLinF32Q8: panel_exact<MR, kLinF32Q8>(xs, panel, jb.kp, out); break;
-    case kLinF32F16: panel_f16<MR>(xs, panel, jb.kp, out); break;
+    case kLinF32: panel_f32<MR>(xs, panel, jb.kp, out, once); break;
+    case kLinBF16: panel_bf16<MR>(xs, panel, jb.kp, out, once); break;
+    case kLinInt8: panel_q8<MR>(xs, panel, jb.kp, out, once); break;
+    case kLinF32Q4: panel_exact<MR, kLinF32Q4>(xs, panel, jb.kp, out, once); break;
+    case kLinF32Q8: panel_exact<MR, kLinF32Q8>(xs, panel, jb.kp, out, once); break;
+    case kLinF32F16: panel_f16<MR>(xs, panel, jb.kp, out, once); break;
     default:
-      if (jb.group == 32) panel_q4<MR, 32>(xs, sums, panel, jb.kp, jb.group, out);
-      else panel_q4<MR, 0>(xs, sums, panel, jb.kp, jb.group, out);
+      if (jb.group == 32) panel_q4<MR, 32>(xs, sums, panel, jb.kp, jb.group, out, once);
+      else panel_q4<MR, 0>(xs, sums, panel, jb.kp, jb.group, out, once);
       break;
   }
   for (int i = 0; i < MR; ++i)

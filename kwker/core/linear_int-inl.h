@@ -410,7 +410,7 @@ void decode_row(const IJob &jb, int64_t p, int64_t r) {
     __m128 sc[NP], mn[NP];
     for (int q = 0; q < NP; ++q) {
       gp[q] = jb.packed + (p + q) * jb.panel_bytes + g * gbytes;
-      if (r == 0) prefetch_ahead<kLinPrefetchQuant>(gp[q], gbytes);
+      if (r == 0) prefetch_ahead<kLinPrefetchQuant>(gp[q], gbytes, jb.m == 1);
       sc[q] = _mm_loadu_ps(reinterpret_cast<const float *>(gp[q]));
       if constexpr (MODE != kLinInt8) mn[q] = _mm_loadu_ps(reinterpret_cast<const float *>(gp[q] + NR * 4));
     }

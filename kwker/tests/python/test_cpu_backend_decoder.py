@@ -134,6 +134,58 @@ def test_beam_search_and_a_reused_cache():
     assert torch.equal(outs[0], outs[1])
 
 
+
+def test_the_cache_views_grow_in_place_and_hold_the_models_keys_and_values():
+    """The step grows each layer's K / V view by one position in place (kv_extend): the same
+    tensor objects from step to step, one more position each time, a moved version counter,
+    and the same contents as the original model's own cache after the same tokens."""
+    model = tiny(seed=6)
+    opt = cb.optimize(model, "high")
+    ids = PROMPT
+    with torch.no_grad():
+        out = opt(ids, use_cache=True)
+        ref = model(ids, use_cache=True)
+        cache = getattr(out, "cache", None) or out.past_key_values
+        ref_cache = getattr(ref, "cache", None) or ref.past_key_values
+        seen = None
+        for step in range(6):
+            tok = out.logits[:, -1:].argmax(-1)
+            assert torch.equal(tok, ref.logits[:, -1:].argmax(-1))
+            out = opt(tok, cache=cache, use_cache=True)
+            ref = model(tok, cache=ref_cache, use_cache=True)
+            layers = cache.layers
+            now = [(layer.keys, layer.values) for layer in layers]
+            if step >= 2:  # the first step adopts the prompt's cache; later ones extend it
+                assert all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(now, seen))
+                assert layers[0].keys._version > versions
+            seen, versions = now, layers[0].keys._version
+            assert cache.get_seq_length() == PROMPT.shape[1] + step + 1
+            for layer, rl in zip(layers, ref_cache.layers):
+                assert layer.keys.shape == rl.keys.shape and layer.values.shape == rl.values.shape
+                torch.testing.assert_close(layer.keys, rl.keys, rtol=1e-4, atol=1e-5)
+                torch.testing.assert_close(layer.values, rl.values, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(out.logits, ref.logits, rtol=1e-3, atol=1e-4)
+    assert opt._kwker_decoder.steps == 6  # every token went through the fused step
+
+
+def test_kv_extend_refuses_what_it_cannot_grow_and_changes_nothing():
+    from kwker._torch.ops import compiled as ops
+    extend = ops().kv_extend
+    big = torch.zeros(2, 1, 2, 8, 4)
+    views = list(big[:, :, :, :3].unbind(0))
+    with pytest.raises(RuntimeError, match="cannot hold 9 positions"):
+        extend(views, 9)
+    bad = views + [torch.zeros(3, 4)]
+    with pytest.raises(RuntimeError, match="has 2 dims"):
+        extend(bad, 4)
+    with pytest.raises(RuntimeError, match="length 0 < 1"):
+        extend(views, 0)
+    assert all(v.shape == (1, 2, 3, 4) for v in views)  # nothing changed by a refused call
+    big[1, 0, 1, 7] = 5.0
+    extend(views, 8)
+    assert all(v.shape == (1, 2, 8, 4) for v in views) and views[1][0, 1, 7, 3] == 5.0
+    assert views[0].stride() == big[0].stride() and views[1].data_ptr() == big[1].data_ptr()
+
 SCRIPT = textwrap.dedent("""
     import json, torch, transformers, kwker.cpu_backend as cb
     from kwker.cpu_backend import _package

@@ -231,6 +231,8 @@ class Decoder:
         self.steps = 0
         self._state = None
         self._err = ctypes.create_string_buffer(1024)
+        from ._linear import ops
+        self._extend = ops().kv_extend
 
     def __deepcopy__(self, memo):
         # The description holds raw pointers into the original model's tensors: a copied
@@ -354,12 +356,18 @@ class Decoder:
             self._state = None
             raise RuntimeError(f"kwker.cpu_backend decode step ({self.info['kind']}, "
                                f"{self.shapes}): {self._err.value.decode(errors='replace')}")
-        keys = st["k"]()[:, :, :, :past + 1].unbind(0)
-        values = st["v"]()[:, :, :, :past + 1].unbind(0)
-        ref = weakref.ref
-        for layer, k, v in zip(layers, keys, values):
-            layer.keys, layer.values = k, v
-        st["views"] = [(ref(k), ref(v)) for k, v in zip(keys, values)]
+        if st["views"]:
+            # The layers hold this decoder's views (_current checked them): one call grows
+            # them all by the position just written, keeping their identity.
+            self._extend([layer.keys for layer in layers] +
+                         [layer.values for layer in layers], past + 1)
+        else:
+            keys = st["k"]()[:, :, :, :past + 1].unbind(0)
+            values = st["v"]()[:, :, :, :past + 1].unbind(0)
+            ref = weakref.ref
+            for layer, k, v in zip(layers, keys, values):
+                layer.keys, layer.values = k, v
+            st["views"] = [(ref(k), ref(v)) for k, v in zip(keys, values)]
         st["past"] = past + 1
         self.steps += 1
         return logits.view(batch, 1, -1)
