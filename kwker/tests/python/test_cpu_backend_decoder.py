@@ -138,34 +138,38 @@ def test_beam_search_and_a_reused_cache():
 def test_the_cache_views_grow_in_place_and_hold_the_models_keys_and_values():
     """The step grows each layer's K / V view by one position in place (kv_extend): the same
     tensor objects from step to step, one more position each time, a moved version counter,
-    and the same contents as the original model's own cache after the same tokens."""
+    and the same contents as the original model's own cache after the same tokens; past the
+    buffers' capacity (64 positions here) the step moves to larger ones and goes on."""
     model = tiny(seed=6)
     opt = cb.optimize(model, "high")
-    ids = PROMPT
+    ids, steps = PROMPT, 70
     with torch.no_grad():
         out = opt(ids, use_cache=True)
         ref = model(ids, use_cache=True)
         cache = getattr(out, "cache", None) or out.past_key_values
         ref_cache = getattr(ref, "cache", None) or ref.past_key_values
-        seen = None
-        for step in range(6):
-            tok = out.logits[:, -1:].argmax(-1)
-            assert torch.equal(tok, ref.logits[:, -1:].argmax(-1))
+        seen, caps, grown = None, set(), 0
+        for step in range(steps):
+            tok = ref.logits[:, -1:].argmax(-1)  # the original's tokens on both sides
             out = opt(tok, cache=cache, use_cache=True)
             ref = model(tok, cache=ref_cache, use_cache=True)
             layers = cache.layers
             now = [(layer.keys, layer.values) for layer in layers]
-            if step >= 2:  # the first step adopts the prompt's cache; later ones extend it
+            cap = opt._kwker_decoder._state["cap"]
+            if seen is not None and cap == prev_cap:  # the same buffers: extended in place
                 assert all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(now, seen))
                 assert layers[0].keys._version > versions
-            seen, versions = now, layers[0].keys._version
+                grown += 1
+            seen, versions, prev_cap = now, layers[0].keys._version, cap
+            caps.add(cap)
             assert cache.get_seq_length() == PROMPT.shape[1] + step + 1
             for layer, rl in zip(layers, ref_cache.layers):
                 assert layer.keys.shape == rl.keys.shape and layer.values.shape == rl.values.shape
                 torch.testing.assert_close(layer.keys, rl.keys, rtol=1e-4, atol=1e-5)
                 torch.testing.assert_close(layer.values, rl.values, rtol=1e-4, atol=1e-5)
             torch.testing.assert_close(out.logits, ref.logits, rtol=1e-3, atol=1e-4)
-    assert opt._kwker_decoder.steps == 6  # every token went through the fused step
+    assert opt._kwker_decoder.steps == steps  # every token went through the fused step
+    assert len(caps) == 2 and grown >= steps - 3  # one move to larger buffers, in place otherwise
 
 
 def test_kv_extend_refuses_what_it_cannot_grow_and_changes_nothing():
