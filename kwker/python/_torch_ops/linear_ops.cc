@@ -55,17 +55,22 @@ void kv_extend(at::TensorList views, int64_t length) {
                 " dims (want 4: batch, heads, positions, head_dim) or length ", length, " < 1");
     TORCH_CHECK(t.unsafeGetTensorImpl()->allow_tensor_metadata_change(), "kv_extend: view ", i,
                 " does not allow its shape to change (made by .data or .detach())");
-    int64_t last = t.storage_offset() + (length - 1) * t.stride(2);
-    for (int d : {0, 1, 3}) last += (t.size(d) - 1) * t.stride(d);
-    TORCH_CHECK((last + 1) * int64_t(t.element_size()) <= int64_t(t.storage().nbytes()),
-                "kv_extend: view ", i, " cannot hold ", length, " positions: its buffer ends "
-                "first (the decoder's capacity check failed; please report it)");
+    // The whole buffer bounds each view (the decoder checks each layer's capacity itself).
+    // room: how far the positions' stride may reach past the other dims' last element,
+    // compared by division so that no product overflows.
+    int64_t room = int64_t(t.storage().nbytes()) / int64_t(t.element_size()) - 1 -
+                   t.storage_offset();
+    for (int d : {0, 1, 3}) room -= (t.size(d) - 1) * t.stride(d);
+    const bool fits = room >= 0 && (t.stride(2) <= 0 || (length - 1) <= room / t.stride(2));
+    TORCH_CHECK(fits, "kv_extend: view ", i, " cannot hold ", length, " positions: its buffer "
+                "ends first (the decoder's capacity check failed; please report it)");
   }
   for (const Tensor &t : views) {
     const std::array<int64_t, 4> sizes{t.size(0), t.size(1), length, t.size(3)};
     c10::TensorImpl *impl = t.unsafeGetTensorImpl();
     impl->set_sizes_and_strides(sizes, t.strides());
-    impl->bump_version();
+    // Inference tensors (a cache made under torch.inference_mode()) have no version counter.
+    if (impl->version_counter().enabled()) impl->bump_version();
   }
 }
 

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import weakref
 
 import pytest
 
@@ -154,10 +155,12 @@ def test_the_cache_views_grow_in_place_and_hold_the_models_keys_and_values():
             out = opt(tok, cache=cache, use_cache=True)
             ref = model(tok, cache=ref_cache, use_cache=True)
             layers = cache.layers
-            now = [(layer.keys, layer.values) for layer in layers]
+            # weak references: a strong one kept here would (rightly) get fresh views
+            now = [(weakref.ref(layer.keys), weakref.ref(layer.values)) for layer in layers]
             cap = opt._kwker_decoder._state["cap"]
             if seen is not None and cap == prev_cap:  # the same buffers: extended in place
-                assert all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(now, seen))
+                assert all(layer.keys is k0() and layer.values is v0()
+                           for layer, (k0, v0) in zip(layers, seen))
                 assert layers[0].keys._version > versions
                 grown += 1
             seen, versions, prev_cap = now, layers[0].keys._version, cap
@@ -172,6 +175,39 @@ def test_the_cache_views_grow_in_place_and_hold_the_models_keys_and_values():
     assert len(caps) == 2 and grown >= steps - 3  # one move to larger buffers, in place otherwise
 
 
+def test_a_view_kept_from_an_earlier_step_keeps_its_length_and_inference_mode_caches_go_on():
+    """A script holding a layer's keys from an earlier step (a rollback) keeps them at their
+    length, as with transformers' own cache; a cache begun under torch.inference_mode() goes on
+    under no_grad (its tensors have no version counter to move)."""
+    model = tiny(seed=7)
+    opt = cb.optimize(model, "high")
+
+    def step(m, tok, cache):
+        out = m(tok, cache=cache, use_cache=True)
+        return out, getattr(out, "cache", None) or out.past_key_values
+
+    with torch.inference_mode():
+        out, cache = step(opt, PROMPT, None)
+        ref, ref_cache = step(model, PROMPT, None)
+        for _ in range(3):
+            tok = ref.logits[:, -1:].argmax(-1)
+            out, cache = step(opt, tok, cache)
+            ref, ref_cache = step(model, tok, ref_cache)
+    with torch.no_grad():
+        kept = cache.layers[1].keys
+        length = kept.shape[2]
+        for _ in range(4):
+            tok = ref.logits[:, -1:].argmax(-1)
+            out, cache = step(opt, tok, cache)
+            ref, ref_cache = step(model, tok, ref_cache)
+            torch.testing.assert_close(out.logits, ref.logits, rtol=1e-3, atol=1e-4)
+    assert kept.shape[2] == length and cache.layers[1].keys.shape[2] == length + 4
+    for layer, rl in zip(cache.layers, ref_cache.layers):
+        torch.testing.assert_close(layer.keys, rl.keys, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(layer.values, rl.values, rtol=1e-4, atol=1e-5)
+    assert opt._kwker_decoder.steps == 7
+
+
 def test_kv_extend_refuses_what_it_cannot_grow_and_changes_nothing():
     from kwker._torch.ops import compiled as ops
     extend = ops().kv_extend
@@ -184,6 +220,8 @@ def test_kv_extend_refuses_what_it_cannot_grow_and_changes_nothing():
         extend(bad, 4)
     with pytest.raises(RuntimeError, match="length 0 < 1"):
         extend(views, 0)
+    with pytest.raises(RuntimeError, match="cannot hold"):
+        extend(views, 2 ** 62)  # no overflow in the bound
     assert all(v.shape == (1, 2, 3, 4) for v in views)  # nothing changed by a refused call
     big[1, 0, 1, 7] = 5.0
     extend(views, 8)

@@ -13,6 +13,7 @@ replaced or reordered since the last step is copied into a new buffer first).
 import ctypes
 import functools
 import weakref
+from sys import getrefcount
 
 import torch
 
@@ -232,7 +233,7 @@ class Decoder:
         self._state = None
         self._err = ctypes.create_string_buffer(1024)
         from ._linear import ops
-        self._extend = ops().kv_extend
+        self._extend = getattr(ops(), "kv_extend", None)  # None: an older extension, new views
 
     def __deepcopy__(self, memo):
         # The description holds raw pointers into the original model's tensors: a copied
@@ -356,11 +357,14 @@ class Decoder:
             self._state = None
             raise RuntimeError(f"kwker.cpu_backend decode step ({self.info['kind']}, "
                                f"{self.shapes}): {self._err.value.decode(errors='replace')}")
-        if st["views"]:
-            # The layers hold this decoder's views (_current checked them): one call grows
-            # them all by the position just written, keeping their identity.
-            self._extend([layer.keys for layer in layers] +
-                         [layer.values for layer in layers], past + 1)
+        views = ([layer.keys for layer in layers] + [layer.values for layer in layers]
+                 if st["views"] and self._extend is not None else ())
+        if views and all(getrefcount(v) <= _OWN_REFS for v in views):
+            # The layers hold this decoder's views (_current checked them) and nothing else
+            # does: one call grows them all by the position just written, keeping their
+            # identity. A view a script kept from an earlier step gets fresh ones instead,
+            # so that it keeps its length, as with transformers' own cache.
+            self._extend(views, past + 1)
         else:
             keys = st["k"]()[:, :, :, :past + 1].unbind(0)
             values = st["v"]()[:, :, :, :past + 1].unbind(0)
@@ -379,6 +383,10 @@ def _output(logits, cache):
     key = "cache" if "cache" in fields else "past_key_values"
     return CausalLMOutputWithPast(logits=logits, **{key: cache})
 
+
+# References to a cache view when only its layer holds it, as counted in Decoder.step: the
+# layer's attribute, the step's list, the generator's variable and getrefcount's argument.
+_OWN_REFS = 4
 
 _UNSUPPORTED = ("inputs_embeds", "labels", "output_attentions", "output_hidden_states")
 
