@@ -199,6 +199,13 @@ def test_a_worker_on_the_callers_cpu_moves_off_it():
     import subprocess
 
     # (Before the check, 16 of 20 runs here ended with the last 4 calls together; after, 0 of 20.)
-    out = json.loads(subprocess.run([sys.executable, "-c", TOGETHER], capture_output=True,
-                                    text=True, check=True).stdout)
-    assert not any(out["together"][-4:]), out
+    # Two of three fresh processes must end apart: other load on a shared machine can put the
+    # two threads together in one run, while without the check a run ends apart one time in
+    # five (two of three then: one time in ten).
+    apart, outs = 0, []
+    while apart < 2 and len(outs) - apart < 2:
+        out = json.loads(subprocess.run([sys.executable, "-c", TOGETHER], capture_output=True,
+                                        text=True, check=True).stdout)
+        outs.append(out)
+        apart += not any(out["together"][-4:])
+    assert apart >= 2, outs
