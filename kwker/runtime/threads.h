@@ -31,8 +31,10 @@ double cgroup_cpu_limit();  // <= 0 when no limit is set
 int user_max_threads();      // 0 when unset
 void set_user_max_threads(int n);
 
-// The pool, for runtime_info: workers started, and calls that found them blocked and placed
-// them off the calling thread's CPU before waking them (threads.cc, Placement).
+// The pool, for runtime_info: workers started, and placements: calls that found them blocked
+// and placed them off the calling thread's CPU before waking them, workers that moved off the
+// caller's CPU (threads.cc, Placement), and workers held in a task that a waiting caller moved
+// to its own CPU (Rescue).
 int pool_workers();
 int64_t placed_wakes();
 // Shared calls (run_parallel_shared) whose caller waited for another thread longer than it

@@ -13,6 +13,9 @@
 #include <vector>
 #include <thread>
 #include <chrono>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "kwker/kwker.h"
 #include "tests/native/harness.h"
@@ -512,6 +515,57 @@ void test_late_threads() {
   kwker_set_thread_runner(nullptr);
 }
 
+
+// Rescue (runtime/threads.cc): a worker held inside a task while the caller has run out of
+// tasks is moved to the caller's CPU, and puts its own mask back after the task. The held
+// worker here sleeps (as a preempted one waits for its CPU); its mask, read inside the task,
+// shows where the call put it.
+struct Held {
+  std::atomic<int> worker_task{-1};
+  pid_t worker_tid = 0;
+  cpu_set_t during;
+  int caller_cpu = -1;
+};
+void held_task(void *ctx, int task) {
+  Held &h = *static_cast<Held *>(ctx);
+  if (task == 0) {  // the caller's (it takes the first task): long enough for the worker to come
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+    while (std::chrono::steady_clock::now() < end) {
+    }
+    h.caller_cpu = sched_getcpu();
+    return;
+  }
+  h.worker_task.store(task);
+  h.worker_tid = pid_t(syscall(SYS_gettid));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CPU_ZERO(&h.during);
+  sched_getaffinity(0, sizeof(h.during), &h.during);
+}
+
+void test_held_worker_moves_to_the_caller() {
+  g_where = "held worker";
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  sched_getaffinity(0, sizeof(all), &all);
+  if (CPU_COUNT(&all) < 2) return;  // one CPU: nowhere to move from
+  kwker_set_thread_runner(nullptr);
+  // No spell left from test_late_threads (a spell runs shared calls on the caller alone; it
+  // ends at the latest 1 s of wall time after it began).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  int moved = 0, tries = 0;
+  for (; tries < 5 && moved == 0; ++tries) {
+    Held h;
+    check(kwker_run_tasks(2, 2, held_task, &h) == KWKER_OK, "runs");
+    if (h.worker_task.load() != 1) continue;  // the caller took both: the worker came late
+    moved += CPU_COUNT(&h.during) == 1 && CPU_ISSET(h.caller_cpu, &h.during);
+    cpu_set_t after;
+    CPU_ZERO(&after);
+    check(sched_getaffinity(h.worker_tid, sizeof(after), &after) == 0, "worker mask read");
+    check(CPU_EQUAL(&after, &all), "the worker put its own mask back after the task");
+  }
+  check(moved > 0, "a worker held in a task ran on the caller's CPU (" +
+                       std::to_string(tries) + " calls)");
+}
 }  // namespace
 
 void run_linear_tests() {
@@ -519,6 +573,7 @@ void run_linear_tests() {
   test_run_tasks();
   test_thread_runner();
   test_late_threads();
+  test_held_worker_moves_to_the_caller();
   for (int mode = 0; mode < 4; ++mode) {
     const int64_t shapes[][3] = {{1, 1, 1}, {1, 37, 7}, {5, 16, 1}, {13, 100, 7}, {33, 70, 2},
                                  {64, 576, 1}, {9, 33, 5}, {300, 256, 1}};
