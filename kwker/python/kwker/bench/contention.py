@@ -18,9 +18,11 @@ slow-down (target >= 1: Kwker slows down at most 1.25x as much as the competitor
 row per load checks Kwker's default threads against its own one-thread run under the same load
 (never slower: >= 0.97).
 
-Workloads: a float32 sort of 10,000,000 keys (kwker.sort vs torch.sort), and a stack of 16 linear
+Workloads: a float32 sort of 10,000,000 keys (kwker.sort vs torch.sort), a stack of 16 linear
 layers (hidden 1024, FFN 2816, batch 1) in each CPU-backend mode against torch eager (float32 for
-"high", "int8" and "int4"; bfloat16 for "medium"). In one process, two more: "mixed", the stack
+"high", "int8" and "int4"; bfloat16 for "medium"), and SmolLM2-135M-Instruct's decode
+("decode-smollm2": generate() of DECODE_TOKENS greedy tokens after a 5-token prompt, Kwker "high"
+with its fused decode step against torch eager float32, the model of section 14). In one process, two more: "mixed", the stack
 with every second layer left to torch (torch's OpenMP threads between Kwker's calls, as in a
 decoder), whose Kwker run must be no slower than the same with Kwker at threads=1; and "wake",
 the first call after 100 ms asleep against a warm call (within 1.25x), for the "high" stack and
@@ -40,7 +42,7 @@ SECTION = "15"
 SLOT_S = 0.25
 # Workloads whose competitor's call takes longer get longer slots (torch.sort of 1e7 float32 takes
 # about 1.3 s on 2 vCPUs): a call that straddles a slot's end is dropped, so a slot must hold a few.
-SLOTS = {"sort1e7": 4.0}
+SLOTS = {"sort1e7": 4.0, "decode-smollm2": 3.0}
 MEASURE_S = 3.0
 SLOWDOWN_FACTOR = 1.25     # Kwker's slow-down at most this times the competitor's
 NO_SLOWER = 0.97
@@ -50,7 +52,8 @@ WAKE_TARGET = 1.25
 # calls from the L3): that difference is the cache's, not the threads'.
 WAKE_INFO = ("linear",)
 MODES = ("high", "medium", "int8", "int4")
-WORKLOADS = ("sort1e7",) + tuple(f"stack-{m}" for m in MODES)
+DECODE_TOKENS = 4
+WORKLOADS = ("sort1e7",) + tuple(f"stack-{m}" for m in MODES) + ("decode-smollm2",)
 LOADS = ("busy", "pair")
 
 
@@ -89,6 +92,21 @@ def _callables(workload, torch):
     import copy
 
     import kwker.cpu_backend as cb
+    if workload == "decode-smollm2":
+        from .cpu_backend import smollm2
+        model = smollm2(torch)
+        fast = cb.optimize(model, "high")
+        one = cb.optimize(model, "high", threads=1)
+        ids = torch.tensor([[504, 3575, 282, 4649, 314]])
+
+        def gen(m):
+            return lambda: m.generate(ids, max_new_tokens=DECODE_TOKENS,
+                                      min_new_tokens=DECODE_TOKENS, do_sample=False)
+        what = f".generate() of {DECODE_TOKENS} tokens"
+        return [("kwker", f"kwker.cpu_backend.optimize(smollm2, 'high'){what}", gen(fast)),
+                ("competitor", "torch eager float32", gen(model)),
+                ("kwker-1", f"kwker.cpu_backend.optimize(smollm2, 'high', threads=1){what}",
+                 gen(one))]
     mode = workload.split("-", 1)[1]
     model = _stack(torch)
     ref = copy.deepcopy(model).to(torch.bfloat16) if mode == "medium" else model
