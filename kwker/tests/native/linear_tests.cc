@@ -475,7 +475,7 @@ int late_runner(int ntasks, void (*fn)(void *, int), void *ctx) {
 
 // Shared calls (kwker_run_tasks, linear decode calls): the caller takes the tasks a late thread
 // leaves, and once waiting for late threads takes over a fifth of 20 ms of such calls, the next
-// calls run on the caller alone for a spell (20 ms of their time the first time, ending at the
+// calls leave the runner (for the pool) for a spell (20 ms of their time the first time, ending at the
 // latest 80 ms of wall time after it began), then the runner again.
 void test_late_threads() {
   g_where = "late threads";
