@@ -85,6 +85,7 @@ struct Slot {
   bool pulled = false;
   cpu_set_t wide;
   pthread_t thread;
+  int64_t watched_ns = -1;  // its CPU time when the caller began to watch it (rescue)
 };
 
 struct Pool {
@@ -97,7 +98,9 @@ struct Pool {
   std::atomic<int> pending{0};
   std::atomic<int> sleepers{0};  // workers blocked (or about to block) on cv_work
   std::vector<pthread_t> threads;  // the workers (written under mu)
-  std::vector<Slot *> slots;       // theirs, in the same order (never freed: workers are detached)
+  // Theirs, in the same order (never freed: workers are detached). Grown only by pool_run under
+  // run_mu, so a caller holding run_mu may read it without mu.
+  std::vector<Slot *> slots;
   std::atomic<int64_t> rescues{0};  // workers moved to a waiting caller's CPU (Rescue)
   // Calls that narrowed the workers' masks (written under mu; read without it by runtime_info).
   std::atomic<int64_t> narrowings{0};
@@ -181,21 +184,16 @@ int64_t cpu_time_ns(pthread_t t) {
 // machine, whose phases end a worker's last task 50 us or more after the caller's now and then,
 // ran 10-25% slower when every such worker moved). Returns early when the tasks end meanwhile.
 constexpr int64_t kStillNs = 20000;
+// Under run_mu (see Pool::slots). No container is built here: the wheel's manylinux_2_28
+// libstdc++ lacks the symbol a sized std::vector constructor calls (GLIBCXX_3.4.29).
 void rescue(Pool *p, int cpu) {
   if (cpu < 0 || cpu >= CPU_SETSIZE) return;
-  std::vector<Slot *> slots;
-  {
-    std::lock_guard<std::mutex> lk(p->mu);
-    slots = p->slots;
-  }
-  std::vector<int64_t> before(slots.size(), -1);
+  const std::vector<Slot *> &slots = p->slots;
   bool any = false;
-  for (size_t i = 0; i < slots.size(); ++i) {
-    std::lock_guard<std::mutex> slk(slots[i]->mu);
-    if (slots[i]->in_task && !slots[i]->pulled) {
-      before[i] = cpu_time_ns(slots[i]->thread);
-      any = any || before[i] >= 0;
-    }
+  for (Slot *s : slots) {
+    std::lock_guard<std::mutex> slk(s->mu);
+    s->watched_ns = s->in_task && !s->pulled ? cpu_time_ns(s->thread) : -1;
+    any = any || s->watched_ns >= 0;
   }
   if (!any) return;
   const int64_t t0 = now_ns();
@@ -207,10 +205,9 @@ void rescue(Pool *p, int cpu) {
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
-  for (size_t i = 0; i < slots.size(); ++i) {
-    Slot *s = slots[i];
-    if (before[i] < 0) continue;
-    const int64_t ran = cpu_time_ns(s->thread) - before[i];
+  for (Slot *s : slots) {
+    if (s->watched_ns < 0) continue;
+    const int64_t ran = cpu_time_ns(s->thread) - s->watched_ns;
     if (ran < 0 || 4 * ran >= waited) continue;  // it is running: leave it
     std::lock_guard<std::mutex> slk(s->mu);
     if (!s->in_task || s->pulled) continue;
