@@ -97,9 +97,8 @@ struct Pool {
   int helpers_max = 0, helpers = 0;  // workers that may join the current call, and have
   std::atomic<int> pending{0};
   std::atomic<int> sleepers{0};  // workers blocked (or about to block) on cv_work
-  std::vector<pthread_t> threads;  // the workers (written under mu)
-  // Theirs, in the same order (never freed: workers are detached). Grown only by pool_run under
-  // run_mu, so a caller holding run_mu may read it without mu.
+  // The workers (never freed: they are detached). Grown only by pool_run under run_mu and mu,
+  // so a caller holding run_mu may read it without mu.
   std::vector<Slot *> slots;
   std::atomic<int64_t> rescues{0};  // workers moved to a waiting caller's CPU (Rescue)
   // Calls that narrowed the workers' masks (written under mu; read without it by runtime_info).
@@ -128,10 +127,10 @@ int64_t now_ns() {
       .count();
 }
 
-// Spins until pred() holds or kSpinNs pass; returns pred().
-template <class Pred> bool spin_until(Pred pred) {
+// Spins until pred() holds or `ns` pass; returns pred().
+template <class Pred> bool spin_until(Pred pred, int64_t ns = kSpinNs) {
   if (pred()) return true;
-  const int64_t end = now_ns() + kSpinNs;
+  const int64_t end = now_ns() + ns;
   for (int i = 0;; ++i) {
     for (int k = 0; k < 64; ++k) {
       if (pred()) return true;
@@ -197,11 +196,9 @@ void rescue(Pool *p, int cpu) {
   }
   if (!any) return;
   const int64_t t0 = now_ns();
-  int64_t waited;
-  while ((waited = now_ns() - t0) < kStillNs) {
-    for (int k = 0; k < 64; ++k) cpu_relax();
-    if (p->pending.load(std::memory_order_acquire) == 0) return;
-  }
+  if (spin_until([&] { return p->pending.load(std::memory_order_acquire) == 0; }, kStillNs))
+    return;
+  const int64_t waited = now_ns() - t0;
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
@@ -293,7 +290,7 @@ void narrow_workers(Pool *p) {
   CPU_ZERO(&wide);
   if (sched_getaffinity(0, sizeof(wide), &wide) != 0) return;
   if (!without_cpu(wide, cpu, narrow)) return;  // the caller may use one CPU only
-  for (pthread_t t : p->threads) pthread_setaffinity_np(t, sizeof(narrow), &narrow);
+  for (Slot *s : p->slots) pthread_setaffinity_np(s->thread, sizeof(narrow), &narrow);
   p->wide_mask = wide;
   p->narrowings.fetch_add(1);
 }
@@ -350,7 +347,7 @@ double cgroup_cpu_limit() {
 int user_max_threads() { return g_user_max.load(); }
 int pool_workers() {
   std::lock_guard<std::mutex> lk(g_pool->mu);
-  return int(g_pool->threads.size());
+  return int(g_pool->slots.size());
 }
 int64_t runner_placements();
 int64_t placed_wakes() {
@@ -434,12 +431,11 @@ static void pool_run(int threads, int ntasks, void (*fn)(void *, int), void *ctx
   Pool *p = g_pool;
   std::lock_guard<std::mutex> run_lock(p->run_mu);
   std::unique_lock<std::mutex> lk(p->mu);
-  while (int(p->threads.size()) < threads - 1) {
+  while (int(p->slots.size()) < threads - 1) {
     Slot *slot = new Slot();
     std::thread t(worker_main, p, slot);
     slot->thread = t.native_handle();
     pthread_setname_np(t.native_handle(), "kwker-worker");  // what top -H and /proc show
-    p->threads.push_back(t.native_handle());
     p->slots.push_back(slot);
     t.detach();
   }
@@ -596,9 +592,11 @@ static void run(int threads, int ntasks, void (*fn)(void *, int), void *ctx, boo
       // int8 stack of section 15 took 1.09-1.26 ms a call this way against 1.38-1.43 on the
       // caller alone (one thread 1.37-1.48), and SmolLM2's decode in generate() no slower. A
       // call that was already the pool's runs on the caller alone.
-      if (t_runner) pool_run(threads, ntasks, fn, ctx, false);
-      else
+      if (t_runner) {
+        pool_run(threads, ntasks, fn, ctx, false);
+      } else {
         for (int i = 0; i < ntasks; ++i) fn(ctx, i);
+      }
       g_off_left.fetch_sub(now_ns() - t0, std::memory_order_relaxed);
       return;
     }

@@ -22,11 +22,12 @@ Workloads: a float32 sort of 10,000,000 keys (kwker.sort vs torch.sort), a stack
 layers (hidden 1024, FFN 2816, batch 1) in each CPU-backend mode against torch eager (float32 for
 "high", "int8" and "int4"; bfloat16 for "medium"), and SmolLM2-135M-Instruct's decode
 ("decode-smollm2": generate() of DECODE_TOKENS greedy tokens after a 5-token prompt, Kwker "high"
-with its fused decode step against torch eager float32, the model of section 14). In one process, two more: "mixed", the stack
-with every second layer left to torch (torch's OpenMP threads between Kwker's calls, as in a
-decoder), whose Kwker run must be no slower than the same with Kwker at threads=1; and "wake",
-the first call after 100 ms asleep against a warm call (within 1.25x), for the "high" stack and
-a sort of 1,000,000 keys (and, without a target, one layer that fits the caches).
+with its fused decode step against torch eager float32, the model of section 14). In one
+process, two more: "mixed", the stack with every second layer left to torch (torch's OpenMP
+threads between Kwker's calls, as in a decoder), whose Kwker run must be no slower than the
+same with Kwker at threads=1; and "wake", the first call after 100 ms asleep against a warm call
+(within 1.25x), for the "high" stack and a sort of 1,000,000 keys (and, without a target, one
+layer that fits the caches).
 
 The busy process and the copies are this machine's own: nothing leaves it.
 """
