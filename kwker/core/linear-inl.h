@@ -36,6 +36,7 @@
 #include "core/linear_layout.h"
 #include "core/linear_prompt.h"
 #include "core/memory-inl.h"
+#include "runtime/tuning.h"
 #include "runtime/threads.h"
 
 namespace kwker {
@@ -236,10 +237,13 @@ struct LinBuffer {
 // 32 GB/s asking for the lines 4 KiB ahead; int8 16 -> 37, bf16 19 -> 22 at 1 KiB). 16-bit
 // panels (bf16, float16) ask 8 KiB ahead since a 2-vCPU Zen 5 (16 layers 1,024 x 2,816, one
 // row, interleaved builds: 42-47 GB/s at 1 KiB, 47-60 at 8 KiB, the same at 16 KiB; one thread
-// 3.3 -> 2.3 ms). float32 panels streamed slower with it (29 -> 26 GB/s, Xeon) and take none.
+// 3.3 -> 2.3 ms). float32 panels streamed slower with it on the Xeon (29 -> 26 GB/s): none there.
 // At one row (the decode step) the lines are asked for as non-temporal: a token's weights then
 // leave the caches to what runs between the calls (design.md). Speed only: no arithmetic moves.
-constexpr int64_t kLinPrefetchQuant = 4096, kLinPrefetchBf16 = 8192;
+// float32 panels ask 8 KiB ahead on AMD only: a 2-vCPU Zen 5 (the same 16 layers, one row, builds
+// alternating in 8 pairs of processes) ran them 1.04-1.05x faster with it on avx2 and avx512, one
+// thread and two, where the Xeon lost (above).
+constexpr int64_t kLinPrefetchQuant = 4096, kLinPrefetchBf16 = 8192, kLinPrefetchF32Amd = 8192;
 
 // One panel (NR columns) for MR rows. xs[i] is row i padded to kp; sums[i] its int4 group sums.
 // float32, bf16 and float16 panels differ only in how a vector of weights is loaded.
@@ -250,7 +254,7 @@ inline V load_weights(const float *w) { return V::load(w); }
 inline V load_weights(const uint16_t *w) { return V::load_bf16(w); }
 inline V load_weights(const Half *w) { return V::load_f16(&w->bits); }
 
-template <int MR, class W>
+template <int MR, class W, int64_t kAhead>
 void panel_dense(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR],
                  bool once) {
   const W *w = reinterpret_cast<const W *>(panel);
@@ -258,7 +262,7 @@ void panel_dense(const float *const *xs, const uint8_t *panel, int64_t kp, float
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
   for (int64_t k = 0; k < kp; k += kLinLanes, w += NR * kLinLanes) {
-    prefetch_ahead<sizeof(W) == 2 ? kLinPrefetchBf16 : 0>(w, NR * kLinLanes * sizeof(W), once);
+    prefetch_ahead<kAhead>(w, NR * kLinLanes * sizeof(W), once);
     V xv[MR];
     for (int i = 0; i < MR; ++i) xv[i] = V::load(xs[i] + k);
     for (int j = 0; j < NR; ++j) {
@@ -273,19 +277,20 @@ void panel_dense(const float *const *xs, const uint8_t *panel, int64_t kp, float
 template <int MR>
 void panel_f32(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR],
                bool once) {
-  panel_dense<MR, float>(xs, panel, kp, out, once);
+  if (tune::g_intel_cpu) panel_dense<MR, float, 0>(xs, panel, kp, out, once);
+  else panel_dense<MR, float, kLinPrefetchF32Amd>(xs, panel, kp, out, once);
 }
 
 template <int MR>
 void panel_bf16(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR],
                 bool once) {
-  panel_dense<MR, uint16_t>(xs, panel, kp, out, once);
+  panel_dense<MR, uint16_t, kLinPrefetchBf16>(xs, panel, kp, out, once);
 }
 
 template <int MR>
 void panel_f16(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR],
                bool once) {
-  panel_dense<MR, Half>(xs, panel, kp, out, once);
+  panel_dense<MR, Half, kLinPrefetchBf16>(xs, panel, kp, out, once);
 }
 
 template <int MR>

@@ -515,7 +515,6 @@ void test_late_threads() {
   kwker_set_thread_runner(nullptr);
 }
 
-
 // Rescue (runtime/threads.cc): a worker held inside a task while the caller has run out of
 // tasks is moved to the caller's CPU, and puts its own mask back after the task. The held
 // worker here sleeps (as a preempted one waits for its CPU); its mask, read inside the task,
