@@ -94,11 +94,11 @@ def _callables(workload, torch):
 
     import kwker.cpu_backend as cb
     if workload == "decode-smollm2":
-        from .cpu_backend import smollm2
+        from .cpu_backend import PROMPT, smollm2
         model = smollm2(torch)
         fast = cb.optimize(model, "high")
         one = cb.optimize(model, "high", threads=1)
-        ids = torch.tensor([[504, 3575, 282, 4649, 314]])
+        ids = torch.tensor([PROMPT])
 
         def gen(m):
             return lambda: m.generate(ids, max_new_tokens=DECODE_TOKENS,

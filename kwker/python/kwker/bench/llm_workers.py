@@ -13,11 +13,12 @@ import os
 import sys
 import time
 
+from .cpu_backend import PROMPT
+
 THREADS = 2
 # What llm_llamacpp --activations hands the Kwker worker (through its environment).
 ACTIVATIONS_ENV = "KWKER_BENCH_LLM_ACTIVATIONS"
 NEW_TOKENS = 64
-PROMPT = [504, 3575, 282, 4649, 314]  # "The capital of France is" (SmolLM2: no BOS)
 # "1": load without llama.cpp's extra buffer types (llm_llamacpp.Worker sets it after a crash).
 NO_EXTRA_BUFTS = "KWKER_BENCH_LLAMA_NO_EXTRA_BUFTS"
 
