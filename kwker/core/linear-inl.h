@@ -36,8 +36,8 @@
 #include "core/linear_layout.h"
 #include "core/linear_prompt.h"
 #include "core/memory-inl.h"
-#include "runtime/tuning.h"
 #include "runtime/threads.h"
+#include "runtime/tuning.h"
 
 namespace kwker {
 namespace KWKER_ENGINE_NS {
