@@ -292,8 +292,8 @@ def measure_engine(engine, args, log):
         if not want(knob):
             continue
         pts = []
-        for n in ((10_000, 30_000, 60_000, 65_536, 65_537, 100_000, 200_000, 350_000, 600_000,
-                   1_000_000) if REPEATS > 1 else (10_000, 65_537)):
+        for n in ((10_000, 30_000, 60_000, 65_536, 65_537, 100_000, 200_000, 250_000, 300_000,
+                   350_000, 600_000, 1_000_000) if REPEATS > 1 else (10_000, 65_537)):
             a = data("int16", n, rng)
             t_count, t_other = compare(one_call(op, a), {knob: 0}, {knob: BIG})
             pts.append((n, t_other / t_count))
