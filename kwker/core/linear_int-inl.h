@@ -395,6 +395,19 @@ inline void int_task(void *ctx, int task) {
 // panel's weights from L1 / L2. NP panels at once (two independent float chains per block) was
 // measured slower where the weights come from memory (int8 8,192 x 4,096: 1.5 -> 1.1x the float
 // kernels), so the kernel runs NP = 1.
+// int4: the 16-bit pair sums of columns 2h and 2h + 1 of one 32-block, widened to int32: column
+// 2h in the low 128-bit lane, 2h + 1 in the high one (gp: the panel's group, in: the block in it).
+inline __m256i int4_column_pair(const IJob &jb, const uint8_t *gp, int64_t in, int h, __m256i xlo,
+                                __m256i xhi) {
+  const __m256i low = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+  const uint8_t *qb = gp + NR * 8 + 2 * h * (jb.group / 2) + in * 16;
+  const __m256i wb = _mm256_loadu2_m128i(reinterpret_cast<const __m128i *>(qb + jb.group / 2),
+                                         reinterpret_cast<const __m128i *>(qb));
+  const __m256i lo = _mm256_and_si256(wb, low), hi = _mm256_and_si256(_mm256_srli_epi16(wb, 4), low);
+  return _mm256_madd_epi16(
+      _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi)), ones);
+}
+
 template <int MODE, int NP>
 void decode_row(const IJob &jb, int64_t p, int64_t r) {
   const __m256i ones = _mm256_set1_epi16(1);
@@ -435,18 +448,10 @@ void decode_row(const IJob &jb, int64_t p, int64_t r) {
       } else {
         const __m256i xlo = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(xr)));
         const __m256i xhi = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(xr + 16)));
-        const __m256i low = _mm256_set1_epi8(15);
         const __m128 qs = _mm_set1_ps(float(qsr[b]));
         for (int q = 0; q < NP; ++q) {
           __m256i v[2];
-          for (int h = 0; h < 2; ++h) {  // columns 2h, 2h + 1
-            const uint8_t *qb = gp[q] + NR * 8 + 2 * h * (jb.group / 2) + in * 16;
-            const __m256i wb = _mm256_loadu2_m128i(reinterpret_cast<const __m128i *>(qb + jb.group / 2),
-                                                   reinterpret_cast<const __m128i *>(qb));
-            const __m256i lo = _mm256_and_si256(wb, low), hi = _mm256_and_si256(_mm256_srli_epi16(wb, 4), low);
-            v[h] = _mm256_madd_epi16(
-                _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi)), ones);
-          }
+          for (int h = 0; h < 2; ++h) v[h] = int4_column_pair(jb, gp[q], in, h, xlo, xhi);
           // lane 0: columns 0 and 2, lane 1: columns 1 and 3 -> [c0, c2, ..] / [c1, c3, ..]
           const __m256i t = _mm256_hadd_epi32(v[0], v[1]);
           const __m256i u = _mm256_hadd_epi32(t, t);
@@ -464,22 +469,20 @@ void decode_row(const IJob &jb, int64_t p, int64_t r) {
   }
 }
 
-// Two adjacent panels (8 columns) of one row with their float steps in 256-bit vectors: per
+// Two adjacent int4 panels (8 columns) of one row with their float steps in 256-bit vectors: per
 // block one reduction and one combine for 8 columns instead of two of each for 4, and half the
 // dependent multiply-adds per weight byte. Each column's float operations, and so its bits, are
-// decode_row's; only the lanes that hold them change. int4 runs it (2-vCPU AMD EPYC Zen 3, 1,536
-// x 576 and 2,816 x 1,024 from cache, one thread: 1.10-1.13x, builds alternating in separate
-// processes); int8 measured 0.91-0.95x streaming from memory (its wider blocks keep 2 x 4 + 2
-// vectors of products live, and its float steps were a smaller share), so it keeps NP = 1.
-template <int MODE>
-void decode_row_pair(const IJob &jb, int64_t p, int64_t r) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  const int64_t bpg = MODE == kLinInt8 ? 1 : jb.group / kLinQ8Block;
-  const int64_t gbytes = MODE == kLinInt8 ? kLinQ8PanelBlockBytes : NR * 8 + NR * jb.group / 2;
+// decode_row's; only the lanes that hold them change (2-vCPU AMD EPYC Zen 3, 1,536 x 576 and
+// 2,816 x 1,024 from cache, one thread: 1.10-1.13x, builds alternating in separate processes).
+// int8 paired measured 0.91-0.95x streaming from memory (its wider blocks keep 2 x 4 + 2 vectors
+// of products live, and its float steps were a smaller share), so it keeps NP = 1.
+inline void decode_row_pair_int4(const IJob &jb, int64_t p, int64_t r) {
+  const int64_t bpg = jb.group / kLinQ8Block;
+  const int64_t gbytes = NR * 8 + NR * jb.group / 2;
   const int8_t *xrow = jb.qx + r * jb.kp;
   const float *dxr = jb.dx + r * jb.nb;
   const int32_t *qsr = jb.qs + r * jb.nb;
-  // int4's last reduction leaves [P0 P2 Q0 Q2 | P1 P3 Q1 Q3]; this puts the columns in order.
+  // The last reduction leaves [P0 P2 Q0 Q2 | P1 P3 Q1 Q3]; this puts the columns in order.
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t g = 0, b = 0; g < jb.nb / bpg; ++g) {
@@ -490,50 +493,20 @@ void decode_row_pair(const IJob &jb, int64_t p, int64_t r) {
     }
     const __m256 sc = _mm256_loadu2_m128(reinterpret_cast<const float *>(gp[1]),
                                          reinterpret_cast<const float *>(gp[0]));
-    __m256 mn = _mm256_setzero_ps();
-    if constexpr (MODE != kLinInt8)
-      mn = _mm256_loadu2_m128(reinterpret_cast<const float *>(gp[1] + NR * 4),
-                              reinterpret_cast<const float *>(gp[0] + NR * 4));
+    const __m256 mn = _mm256_loadu2_m128(reinterpret_cast<const float *>(gp[1] + NR * 4),
+                                         reinterpret_cast<const float *>(gp[0] + NR * 4));
     for (int64_t in = 0; in < bpg; ++in, ++b) {
       const int8_t *xr = xrow + b * kLinQ8Block;
       const __m256 vdx = _mm256_set1_ps(dxr[b]);
-      __m256i isum;
-      if constexpr (MODE == kLinInt8) {
-        const __m256i xb = _mm256_load_si256(reinterpret_cast<const __m256i *>(xr));
-        __m256i h[2];
-        for (int q = 0; q < 2; ++q) {
-          __m256i v[NR];
-          for (int j = 0; j < NR; ++j) {
-            const __m256i w = _mm256_loadu_si256(
-                reinterpret_cast<const __m256i *>(gp[q] + NR * 4 + j * kLinQ8Block));
-            v[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(xb, w)), ones);
-          }
-          h[q] = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-        }
-        isum = _mm256_add_epi32(_mm256_permute2x128_si256(h[0], h[1], 0x20),
-                                _mm256_permute2x128_si256(h[0], h[1], 0x31));
-      } else {
-        const __m256i xlo = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(xr)));
-        const __m256i xhi = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(xr + 16)));
-        const __m256i low = _mm256_set1_epi8(15);
-        __m256i t[2];
-        for (int q = 0; q < 2; ++q) {
-          __m256i v[2];
-          for (int h = 0; h < 2; ++h) {
-            const uint8_t *qb = gp[q] + NR * 8 + 2 * h * (jb.group / 2) + in * 16;
-            const __m256i wb = _mm256_loadu2_m128i(reinterpret_cast<const __m128i *>(qb + jb.group / 2),
-                                                   reinterpret_cast<const __m128i *>(qb));
-            const __m256i lo = _mm256_and_si256(wb, low), hi = _mm256_and_si256(_mm256_srli_epi16(wb, 4), low);
-            v[h] = _mm256_madd_epi16(
-                _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi)), ones);
-          }
-          t[q] = _mm256_hadd_epi32(v[0], v[1]);
-        }
-        isum = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(t[0], t[1]), order);
-      }
+      const __m256i xlo = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(xr)));
+      const __m256i xhi = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(xr + 16)));
+      __m256i t[2];
+      for (int q = 0; q < 2; ++q)
+        t[q] = _mm256_hadd_epi32(int4_column_pair(jb, gp[q], in, 0, xlo, xhi),
+                                 int4_column_pair(jb, gp[q], in, 1, xlo, xhi));
+      const __m256i isum = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(t[0], t[1]), order);
       acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(sc, vdx), acc);
-      if constexpr (MODE != kLinInt8)
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(float(qsr[b])), _mm256_mul_ps(mn, vdx), acc);
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(float(qsr[b])), _mm256_mul_ps(mn, vdx), acc);
     }
   }
   alignas(32) float out[2 * NR];
@@ -547,7 +520,7 @@ void decode_panels(const IJob &jb, int64_t p0, int64_t p1) {
   int64_t p = p0;
   if constexpr (MODE != kLinInt8)
     for (; p + 1 < p1; p += 2)
-      for (int64_t r = 0; r < jb.m; ++r) decode_row_pair<MODE>(jb, p, r);
+      for (int64_t r = 0; r < jb.m; ++r) decode_row_pair_int4(jb, p, r);
   for (; p < p1; ++p)
     for (int64_t r = 0; r < jb.m; ++r) decode_row<MODE, 1>(jb, p, r);
 }
