@@ -387,14 +387,6 @@ inline void int_task(void *ctx, int task) {
 // from their packed panels (no strip), each panel's 4 columns per block reduced to 4 exact int32
 // sums, then the same float steps as strip_rows, so a row gets the same bits at any row count.
 #if defined(__AVX2__)
-// One row of NP panels (4 NP columns) over all blocks. int8: one column's 32 bytes per vector,
-// |w| x sign(x, w) as in strip_rows. int4: two columns per vector, column j's low nibbles
-// (elements 0-15) and high nibbles (16-31) in 128-bit lane j % 2 of two vectors against x's
-// two halves broadcast to both lanes (half the instructions of one column per vector); their
-// 16-bit sums (at most 2 x 2 x 15 x 127) add before widening. Rows past the first re-read the
-// panel's weights from L1 / L2. NP panels at once (two independent float chains per block) was
-// measured slower where the weights come from memory (int8 8,192 x 4,096: 1.5 -> 1.1x the float
-// kernels), so the kernel runs NP = 1.
 // int4: the 16-bit pair sums of columns 2h and 2h + 1 of one 32-block, widened to int32: column
 // 2h in the low 128-bit lane, 2h + 1 in the high one (gp: the panel's group, in: the block in it).
 inline __m256i int4_column_pair(const IJob &jb, const uint8_t *gp, int64_t in, int h, __m256i xlo,
@@ -408,6 +400,14 @@ inline __m256i int4_column_pair(const IJob &jb, const uint8_t *gp, int64_t in, i
       _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi)), ones);
 }
 
+// One row of NP panels (4 NP columns) over all blocks. int8: one column's 32 bytes per vector,
+// |w| x sign(x, w) as in strip_rows. int4: two columns per vector, column j's low nibbles
+// (elements 0-15) and high nibbles (16-31) in 128-bit lane j % 2 of two vectors against x's
+// two halves broadcast to both lanes (half the instructions of one column per vector); their
+// 16-bit sums (at most 2 x 2 x 15 x 127) add before widening. Rows past the first re-read the
+// panel's weights from L1 / L2. NP panels at once (two independent float chains per block) was
+// measured slower where the weights come from memory (int8 8,192 x 4,096: 1.5 -> 1.1x the float
+// kernels), so the kernel runs NP = 1.
 template <int MODE, int NP>
 void decode_row(const IJob &jb, int64_t p, int64_t r) {
   const __m256i ones = _mm256_set1_epi16(1);
