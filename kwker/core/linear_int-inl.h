@@ -515,12 +515,65 @@ inline void decode_row_pair_int4(const IJob &jb, int64_t p, int64_t r) {
   store(jb, (p + 1) * NR, NR, r, out + NR);
 }
 
+// decode_row_pair_int4 for group 32 (GGUF's Q4_0 / Q4_1 blocks): a group is one block, 96 bytes
+// per panel (4 scales, 4 mins, 4 columns x 16 bytes), so columns 2h and 2h + 1 are one 32-byte
+// load and the loop walks both panels with two pointers. The general kernel's per-group set-up
+// (group and panel offsets, a prefetch loop, the inner loop over one block) ran once per block
+// here and spilled its pointers to the stack: about 40 cycles per 8 columns x 32 weights on a
+// Zen 3. The same operations per column in the same order, so the same bits.
+inline void decode_row_pair_int4_g32(const IJob &jb, int64_t p, int64_t r) {
+  constexpr int64_t kBytes = NR * 8 + NR * kLinQ8Block / 2;  // one block of one panel
+  const __m256i low = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  const uint8_t *a = jb.packed + p * jb.panel_bytes, *b = a + jb.panel_bytes;
+  const int8_t *xr = jb.qx + r * jb.kp;
+  const float *dxr = jb.dx + r * jb.nb;
+  const int32_t *qsr = jb.qs + r * jb.nb;
+  const bool first = r == 0, once = jb.m == 1;
+  // Columns 2h, 2h + 1 of q's block: 16-bit sums of 4 products each (at most 4 x 15 x 127).
+  auto pair = [&](const uint8_t *q, __m256i xlo, __m256i xhi) {
+    const __m256i wb = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q));
+    const __m256i lo = _mm256_and_si256(wb, low), hi = _mm256_and_si256(_mm256_srli_epi16(wb, 4), low);
+    return _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi));
+  };
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t blk = 0; blk < jb.nb; ++blk, a += kBytes, b += kBytes, xr += kLinQ8Block) {
+    if (first) {
+      prefetch_ahead<kLinPrefetchQuant>(a, kBytes, once);
+      prefetch_ahead<kLinPrefetchQuant>(b, kBytes, once);
+    }
+    const __m256 vdx = _mm256_set1_ps(dxr[blk]);
+    const __m256i xlo = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(xr)));
+    const __m256i xhi = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(xr + 16)));
+    const __m256 sc = _mm256_loadu2_m128(reinterpret_cast<const float *>(b), reinterpret_cast<const float *>(a));
+    const __m256 mn = _mm256_loadu2_m128(reinterpret_cast<const float *>(b + NR * 4),
+                                         reinterpret_cast<const float *>(a + NR * 4));
+    // Two 16-bit pairwise adds leave each column's 32 products in two lanes of at most 16
+    // (30,480: no wrap), one widening adds those: three adds and one widening for 8 columns
+    // where widening each pair first took four and three.
+    const __m256i ta = _mm256_hadd_epi16(pair(a + NR * 8, xlo, xhi), pair(a + NR * 8 + 32, xlo, xhi));
+    const __m256i tb = _mm256_hadd_epi16(pair(b + NR * 8, xlo, xhi), pair(b + NR * 8 + 32, xlo, xhi));
+    const __m256i isum =
+        _mm256_permutevar8x32_epi32(_mm256_madd_epi16(_mm256_hadd_epi16(ta, tb), ones), order);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(sc, vdx), acc);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(float(qsr[blk])), _mm256_mul_ps(mn, vdx), acc);
+  }
+  alignas(32) float out[2 * NR];
+  _mm256_store_ps(out, acc);
+  store(jb, p * NR, NR, r, out);
+  store(jb, (p + 1) * NR, NR, r, out + NR);
+}
+
 template <int MODE>
 void decode_panels(const IJob &jb, int64_t p0, int64_t p1) {
   int64_t p = p0;
-  if constexpr (MODE != kLinInt8)
+  if constexpr (MODE != kLinInt8) {
+    if (jb.group == kLinQ8Block)
+      for (; p + 1 < p1; p += 2)
+        for (int64_t r = 0; r < jb.m; ++r) decode_row_pair_int4_g32(jb, p, r);
     for (; p + 1 < p1; p += 2)
       for (int64_t r = 0; r < jb.m; ++r) decode_row_pair_int4(jb, p, r);
+  }
   for (; p < p1; ++p)
     for (int64_t r = 0; r < jb.m; ++r) decode_row<MODE, 1>(jb, p, r);
 }
