@@ -469,6 +469,21 @@ void decode_row(const IJob &jb, int64_t p, int64_t r) {
   }
 }
 
+// The float steps of one block for 8 columns (two panels), isum in column order: each column's
+// as decode_row's (scale, then the min term).
+inline __m256 int4_combine8(__m256 acc, __m256i isum, __m256 sc, __m256 mn, __m256 vdx, int32_t qs) {
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(sc, vdx), acc);
+  return _mm256_fmadd_ps(_mm256_set1_ps(float(qs)), _mm256_mul_ps(mn, vdx), acc);
+}
+
+// Row r's outputs of panels p and p + 1.
+inline void store_pair8(const IJob &jb, int64_t p, int64_t r, __m256 acc) {
+  alignas(32) float out[2 * NR];
+  _mm256_store_ps(out, acc);
+  store(jb, p * NR, NR, r, out);
+  store(jb, (p + 1) * NR, NR, r, out + NR);
+}
+
 // Two adjacent int4 panels (8 columns) of one row with their float steps in 256-bit vectors: per
 // block one reduction and one combine for 8 columns instead of two of each for 4, and half the
 // dependent multiply-adds per weight byte. Each column's float operations, and so its bits, are
@@ -505,14 +520,10 @@ inline void decode_row_pair_int4(const IJob &jb, int64_t p, int64_t r) {
         t[q] = _mm256_hadd_epi32(int4_column_pair(jb, gp[q], in, 0, xlo, xhi),
                                  int4_column_pair(jb, gp[q], in, 1, xlo, xhi));
       const __m256i isum = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(t[0], t[1]), order);
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(sc, vdx), acc);
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(float(qsr[b])), _mm256_mul_ps(mn, vdx), acc);
+      acc = int4_combine8(acc, isum, sc, mn, vdx, qsr[b]);
     }
   }
-  alignas(32) float out[2 * NR];
-  _mm256_store_ps(out, acc);
-  store(jb, p * NR, NR, r, out);
-  store(jb, (p + 1) * NR, NR, r, out + NR);
+  store_pair8(jb, p, r, acc);
 }
 
 // decode_row_pair_int4 for group 32 (GGUF's Q4_0 / Q4_1 blocks): a group is one block, 96 bytes
@@ -555,13 +566,9 @@ inline void decode_row_pair_int4_g32(const IJob &jb, int64_t p, int64_t r) {
     const __m256i tb = _mm256_hadd_epi16(pair(b + NR * 8, xlo, xhi), pair(b + NR * 8 + 32, xlo, xhi));
     const __m256i isum =
         _mm256_permutevar8x32_epi32(_mm256_madd_epi16(_mm256_hadd_epi16(ta, tb), ones), order);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(sc, vdx), acc);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(float(qsr[blk])), _mm256_mul_ps(mn, vdx), acc);
+    acc = int4_combine8(acc, isum, sc, mn, vdx, qsr[blk]);
   }
-  alignas(32) float out[2 * NR];
-  _mm256_store_ps(out, acc);
-  store(jb, p * NR, NR, r, out);
-  store(jb, (p + 1) * NR, NR, r, out + NR);
+  store_pair8(jb, p, r, acc);
 }
 
 template <int MODE>
