@@ -387,17 +387,22 @@ inline void int_task(void *ctx, int task) {
 // from their packed panels (no strip), each panel's 4 columns per block reduced to 4 exact int32
 // sums, then the same float steps as strip_rows, so a row gets the same bits at any row count.
 #if defined(__AVX2__)
+// int4: two columns' 16 bytes of one 32-block (wb: one column per 128-bit lane) against x's two
+// halves, as 16-bit sums of 4 products each (at most 4 x 15 x 127).
+inline __m256i int4_pair16(__m256i wb, __m256i xlo, __m256i xhi) {
+  const __m256i low = _mm256_set1_epi8(15);
+  const __m256i lo = _mm256_and_si256(wb, low), hi = _mm256_and_si256(_mm256_srli_epi16(wb, 4), low);
+  return _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi));
+}
+
 // int4: the 16-bit pair sums of columns 2h and 2h + 1 of one 32-block, widened to int32: column
 // 2h in the low 128-bit lane, 2h + 1 in the high one (gp: the panel's group, in: the block in it).
 inline __m256i int4_column_pair(const IJob &jb, const uint8_t *gp, int64_t in, int h, __m256i xlo,
                                 __m256i xhi) {
-  const __m256i low = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
   const uint8_t *qb = gp + NR * 8 + 2 * h * (jb.group / 2) + in * 16;
   const __m256i wb = _mm256_loadu2_m128i(reinterpret_cast<const __m128i *>(qb + jb.group / 2),
                                          reinterpret_cast<const __m128i *>(qb));
-  const __m256i lo = _mm256_and_si256(wb, low), hi = _mm256_and_si256(_mm256_srli_epi16(wb, 4), low);
-  return _mm256_madd_epi16(
-      _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi)), ones);
+  return _mm256_madd_epi16(int4_pair16(wb, xlo, xhi), _mm256_set1_epi16(1));
 }
 
 // One row of NP panels (4 NP columns) over all blocks. int8: one column's 32 bytes per vector,
@@ -534,18 +539,16 @@ inline void decode_row_pair_int4(const IJob &jb, int64_t p, int64_t r) {
 // Zen 3. The same operations per column in the same order, so the same bits.
 inline void decode_row_pair_int4_g32(const IJob &jb, int64_t p, int64_t r) {
   constexpr int64_t kBytes = NR * 8 + NR * kLinQ8Block / 2;  // one block of one panel
-  const __m256i low = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+  const __m256i ones = _mm256_set1_epi16(1);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   const uint8_t *a = jb.packed + p * jb.panel_bytes, *b = a + jb.panel_bytes;
   const int8_t *xr = jb.qx + r * jb.kp;
   const float *dxr = jb.dx + r * jb.nb;
   const int32_t *qsr = jb.qs + r * jb.nb;
   const bool first = r == 0, once = jb.m == 1;
-  // Columns 2h, 2h + 1 of q's block: 16-bit sums of 4 products each (at most 4 x 15 x 127).
-  auto pair = [&](const uint8_t *q, __m256i xlo, __m256i xhi) {
-    const __m256i wb = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q));
-    const __m256i lo = _mm256_and_si256(wb, low), hi = _mm256_and_si256(_mm256_srli_epi16(wb, 4), low);
-    return _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi));
+  // Columns 2h, 2h + 1 of the block at q: one 32-byte load.
+  auto pair = [](const uint8_t *q, __m256i xlo, __m256i xhi) {
+    return int4_pair16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(q)), xlo, xhi);
   };
   __m256 acc = _mm256_setzero_ps();
   for (int64_t blk = 0; blk < jb.nb; ++blk, a += kBytes, b += kBytes, xr += kLinQ8Block) {
