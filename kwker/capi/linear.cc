@@ -1,5 +1,6 @@
 // The C API of the CPU backend's linear kernels: argument checks, packing (engine-neutral, the
 // layout of core/linear_layout.h) and dispatch of kwker_linear to the selected engine's kernels.
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -31,10 +32,19 @@ const LinearTable &linear_table(int id) {
 }
 
 int check_shape(const char *fn, int mode, int64_t n, int64_t k, int64_t group) {
-  if (mode < 0 || mode >= kLinNumModes)
+  if (mode < 0 || lin_mode(mode) >= kLinNumModes)
     return set_error(KWKER_E_INVALID_ARGUMENT,
                      "%s: unknown mode %d (use KWKER_LINEAR_HIGH, _MEDIUM, _INT8, _INT4, "
-                     "_HIGH_Q4, _HIGH_Q8, _INT8_A8, _INT4_A8 or _HIGH_F16)", fn, mode);
+                     "_HIGH_Q4, _HIGH_Q8, _INT8_A8, _INT4_A8 or _HIGH_F16; _INT4 and _INT4_A8 "
+                     "may add the KWKER_LINEAR_Q4_0 flag)", fn, mode);
+  if (lin_q40(mode) && lin_base(mode) != kLinInt4)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: the KWKER_LINEAR_Q4_0 flag goes with KWKER_LINEAR_INT4 or _INT4_A8 "
+                     "(got mode %d, %s with the flag)", fn, mode, kModeNames[lin_mode(mode)]);
+  if (lin_q40(mode) && group != kLinQ8Block)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: the KWKER_LINEAR_Q4_0 layout stores Q4_0 blocks of 32 (group must be "
+                     "32, got %lld); pack other groups without the flag", fn, (long long)group);
   if (n < 1 || k < 1)
     return set_error(KWKER_E_INVALID_ARGUMENT, "%s: n and k must be >= 1 (got n=%lld, k=%lld)",
                      fn, (long long)n, (long long)k);
@@ -60,10 +70,28 @@ int64_t blocks_per_row(int mode, int64_t k, int64_t group) {
   return lin_padded_k(mode, k, group) / (lin_layout(mode) == kLinInt4 ? group : kLinQ8Block);
 }
 
-// Position of W[r, c] in the packed buffer, and of its scale / min (quantised modes).
+// Position of W[r, c] in the packed buffer, and of its scale / min (quantised modes; the Q4_0
+// layout's scale is a float16 and its min is not stored: -1).
 struct Where {
   int64_t value, scale, min;
 };
+
+// f as float16 bits where it is exactly one (finite; the Q4_0 layout's scales).
+bool half_exact(float f, uint16_t &h) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  const uint32_t sign = (b >> 16) & 0x8000u, a = b & 0x7FFFFFFFu;
+  if (a >= 0x7F800000u) return false;  // infinity, NaN
+  if (a >= 0x38800000u) {              // float16's normal range, from 2^-14
+    if (a > 0x477FE000u || (a & 0x1FFFu) != 0) return false;  // above 65504, or more bits
+    h = uint16_t(sign | ((a - 0x38000000u) >> 13));
+  } else {  // below 2^-14: float16 holds the multiples of 2^-24
+    const float m = std::ldexp(std::fabs(f), 24);
+    if (m != std::floor(m)) return false;
+    h = uint16_t(sign | uint32_t(m));
+  }
+  return true;
+}
 
 Where locate(int mode, int64_t kp, int64_t group, int64_t r, int64_t c) {
   const int64_t pb = lin_panel_bytes(mode, kp, group);
@@ -81,12 +109,14 @@ Where locate(int mode, int64_t kp, int64_t group, int64_t r, int64_t c) {
       return {off + kLinNR * 4 + j * kLinQ8Block + c % kLinQ8Block, off + j * 4, -1};
     }
     default: {
-      int64_t gbytes = kLinNR * 8 + kLinNR * group / 2;
+      const bool q40 = lin_q40(mode);
+      const int64_t hdr = lin_int4_header(q40);
+      int64_t gbytes = hdr + kLinNR * group / 2;
       int64_t g = c / group, in = c % group, off = base + g * gbytes;
       int64_t b32 = in / kLinQ8Block, e = in % kLinQ8Block;
       // Nibble addressing: byte index here, the nibble (e >= 16: high) chosen by the caller.
-      return {off + kLinNR * 8 + j * (group / 2) + b32 * 16 + e % 16, off + j * 4,
-              off + kLinNR * 4 + j * 4};
+      return {off + hdr + j * (group / 2) + b32 * 16 + e % 16, off + j * (q40 ? 2 : 4),
+              q40 ? -1 : off + kLinNR * 4 + j * 4};
     }
   }
 }
@@ -108,10 +138,22 @@ KWKER_API int kwker_linear_pack(int mode, int64_t n, int64_t k, int64_t group, c
     return set_error(KWKER_E_INVALID_ARGUMENT,
                      "%s: values, packed%s must not be NULL in mode %s", fn,
                      lay == kLinInt4 ? ", scales and mins" : lay == kLinInt8 ? " and scales" : "",
-                     kModeNames[mode]);
+                     kModeNames[lin_mode(mode)]);
   const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t nb = blocks_per_row(mode, k, group);
   uint8_t *out = static_cast<uint8_t *>(packed);
+  if (lin_q40(mode)) {  // checked before anything is written: the caller's buffer stays as it was
+    for (int64_t i = 0; i < n * nb; ++i) {
+      uint16_t h;
+      const float want = -8.0f * scales[i];
+      if (!half_exact(scales[i], h) || std::memcmp(&want, mins + i, 4) != 0)
+        return set_error(KWKER_E_INVALID_ARGUMENT,
+                         "%s: row %lld, block %lld is not a Q4_0 block (scale %.9g, min %.9g: "
+                         "the KWKER_LINEAR_Q4_0 layout needs a finite float16 scale d and min "
+                         "== -8 d); pack it without the flag", fn, (long long)(i / nb),
+                         (long long)(i % nb), double(scales[i]), double(mins[i]));
+    }
+  }
   if (lay == kLinInt4) {
     const uint8_t *q = static_cast<const uint8_t *>(values);
     for (int64_t i = 0; i < n * k; ++i)
@@ -140,6 +182,12 @@ KWKER_API int kwker_linear_pack(int mode, int64_t n, int64_t k, int64_t group, c
       const int64_t block = lay == kLinInt4 ? group : kLinQ8Block;
       for (int64_t b = 0; b < nb; ++b) {
         Where w = locate(mode, kp, group, r, b * block);
+        if (lin_q40(mode)) {
+          uint16_t h = 0;
+          half_exact(scales[r * nb + b], h);
+          std::memcpy(out + w.scale, &h, 2);
+          continue;
+        }
         std::memcpy(out + w.scale, scales + r * nb + b, 4);
         if (lay == kLinInt4) std::memcpy(out + w.min, mins + r * nb + b, 4);
       }
@@ -176,6 +224,14 @@ KWKER_API int kwker_linear_unpack(int mode, int64_t n, int64_t k, int64_t group,
       const int64_t block = lay == kLinInt4 ? group : kLinQ8Block;
       for (int64_t b = 0; b < nb; ++b) {
         Where w = locate(mode, kp, group, r, b * block);
+        if (lin_q40(mode)) {  // the float16 scale widened; min = -8 d, as the kernels form it
+          uint16_t h;
+          std::memcpy(&h, in + w.scale, 2);
+          const float d = lin_half_to_float(h);
+          if (scales) scales[r * nb + b] = d;
+          if (mins) mins[r * nb + b] = -8.0f * d;
+          continue;
+        }
         if (scales) std::memcpy(scales + r * nb + b, in + w.scale, 4);
         if (lay == kLinInt4 && mins) std::memcpy(mins + r * nb + b, in + w.min, 4);
       }
@@ -215,7 +271,7 @@ KWKER_API int kwker_linear(int mode, const float *x, int64_t m, int64_t k, const
 }
 
 KWKER_API const char *kwker_linear_kernel(int mode, int64_t m) {
-  if (mode < 0 || mode >= kLinNumModes) {
+  if (mode < 0 || lin_mode(mode) >= kLinNumModes || (lin_q40(mode) && lin_base(mode) != kLinInt4)) {
     set_error(KWKER_E_INVALID_ARGUMENT, "kwker_linear_kernel: unknown mode %d", mode);
     return nullptr;
   }

@@ -124,24 +124,6 @@ inline float reduce(V x) {
   return _mm_cvtss_f32(q);
 }
 #else
-// IEEE float16 bits to float32, exactly (every float16 is a float32): what F16C's vcvtph2ps gives.
-inline float half_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
-  uint32_t bits;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | (man << 13);  // inf, NaN (payload kept, as vcvtph2ps does)
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (man << 13);
-  } else {  // zero or subnormal: man * 2^-24, exact in float32
-    float f = std::ldexp(float(man), -24);
-    std::memcpy(&bits, &f, 4);
-    bits |= sign;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 // Portable and sse4.2: the same lanes in scalar code. std::fma is the fused operation (glibc
 // uses the FMA instruction where the CPU has one, an exact software routine elsewhere).
 struct V {
@@ -171,7 +153,7 @@ struct V {
   }
   static V load_f16(const uint16_t *p) {
     V r;
-    for (int i = 0; i < kLinLanes; ++i) r.l[i] = half_to_float(p[i]);
+    for (int i = 0; i < kLinLanes; ++i) r.l[i] = lin_half_to_float(p[i]);
     return r;
   }
   static V load_i8(const int8_t *p) {
@@ -343,12 +325,29 @@ struct MinTerm {
 };
 #endif
 
+// An int4 group header's scales and minimums (lin_int4_scales), the float16 scales of the Q4_0
+// layout widened by F16C where the engine has it (the same values).
+template <bool Q40>
+inline void int4_scales(const uint8_t *gp, float *scale, float *mins) {
+#if defined(__AVX512F__) || defined(__AVX2__)
+  if constexpr (Q40) {
+    const __m128 d = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(gp)));
+    _mm_storeu_ps(scale, d);
+    _mm_storeu_ps(mins, _mm_mul_ps(d, _mm_set1_ps(-8.0f)));
+    return;
+  }
+#endif
+  lin_int4_scales(gp, Q40, scale, mins);
+}
+
 // GS: the group size when known at compile time (32, the GGUF size), 0 for any multiple of 32.
-// sums[i][g]: row i's sum of x over group g (linear_run).
-template <int MR, int GS>
+// Q40: the Q4_0 layout (group 32). sums[i][g]: row i's sum of x over group g (linear_run).
+template <int MR, int GS, bool Q40 = false>
 void panel_q4(const float *const *xs, const float *const *sums, const uint8_t *panel,
               int64_t kp, int64_t group_rt, float (*out)[NR], bool once) {
+  static_assert(!Q40 || GS == kLinQ8Block, "the Q4_0 layout has groups of 32");
   const int64_t group = GS ? GS : group_rt;
+  constexpr int64_t hdr = lin_int4_header(Q40);
   V acc[MR][NR];
   MinTerm mt[MR];
   for (int i = 0; i < MR; ++i)
@@ -356,11 +355,10 @@ void panel_q4(const float *const *xs, const float *const *sums, const uint8_t *p
   const int64_t qbytes = group / 2;
   const uint8_t *p = panel;
   for (int64_t g0 = 0, gi = 0; g0 < kp; g0 += group, ++gi) {
-    prefetch_ahead<kLinPrefetchQuant>(p, NR * 8 + NR * qbytes, once);
+    prefetch_ahead<kLinPrefetchQuant>(p, hdr + NR * qbytes, once);
     float scale[NR], mins[NR];
-    std::memcpy(scale, p, sizeof(scale));
-    std::memcpy(mins, p + NR * 4, sizeof(mins));
-    const uint8_t *q = p + NR * 8;
+    int4_scales<Q40>(p, scale, mins);
+    const uint8_t *q = p + hdr;
     V s[MR][NR];
     for (int i = 0; i < MR; ++i)
       for (int j = 0; j < NR; ++j) s[i][j] = V::zero();
@@ -384,7 +382,7 @@ void panel_q4(const float *const *xs, const float *const *sums, const uint8_t *p
       for (int i = 0; i < MR; ++i) acc[i][j] = fma(d, s[i][j], acc[i][j]);
     }
     for (int i = 0; i < MR; ++i) mt[i].add(mins, sums[i][gi]);
-    p += NR * 8 + NR * qbytes;
+    p += hdr + NR * qbytes;
   }
   for (int i = 0; i < MR; ++i) {
     float m[NR];
@@ -879,6 +877,7 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
 
 struct Job {
   int mode;
+  bool q40;  // int4 in the Q4_0 layout
   int64_t m, n, kp, group, panel_bytes, npanels;
   const float *xpad;   // m rows of kp floats
   const float *gsums;  // int4: m rows of kp / group group sums of x
@@ -909,7 +908,8 @@ void rows_panel(const Job &jb, int64_t m0, int64_t p) {
     case kLinF32Q8: panel_exact<MR, kLinF32Q8>(xs, panel, jb.kp, out, once); break;
     case kLinF32F16: panel_f16<MR>(xs, panel, jb.kp, out, once); break;
     default:
-      if (jb.group == 32) panel_q4<MR, 32>(xs, sums, panel, jb.kp, jb.group, out, once);
+      if (jb.q40) panel_q4<MR, 32, true>(xs, sums, panel, jb.kp, jb.group, out, once);
+      else if (jb.group == 32) panel_q4<MR, 32>(xs, sums, panel, jb.kp, jb.group, out, once);
       else panel_q4<MR, 0>(xs, sums, panel, jb.kp, jb.group, out, once);
       break;
   }
@@ -942,20 +942,25 @@ void run_task(void *ctx, int task) {
 
 // Pads x to kp columns (zeros) and, for int4, computes each group's sum of x (lane-wise adds in
 // K order, then reduce: the same float operations on every engine).
+// mode may carry the Q4_0 flag (int4 / int4_a8): it is kept as a bool beside the mode.
 int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, const void *packed,
                int64_t n, int64_t group, const float *bias, float *y) {
+  const bool q40 = lin_q40(mode);
+  const int q40_flag = q40 ? kLinQ4_0 : 0;
+  mode = lin_mode(mode);
   // The A8 modes' prompts are int8 / int4's (their decode step quantises x too).
   const int base = lin_base(mode);
 #if defined(__AVX512F__)
   // Prompt rows on AMX / VNNI (core/linear_prompt.h); 0 means these kernels take the call.
   if (m >= kLinPromptRows) {
-    int rc = linear_prompt_avx512(ctx, base, x, m, k, packed, n, group, bias, y);
+    int rc = linear_prompt_avx512(ctx, base | q40_flag, x, m, k, packed, n, group, bias, y);
     if (rc != 0) return rc < 0 ? -1 : 0;
   }
 #endif
   if ((mode == kLinF32 || mode == kLinBF16 || lin_rebuilds(mode)) && m >= kLinPromptRows)
     return prompt_run(ctx, mode, x, m, k, packed, n, group, bias, y);
-  if (lin_int_activations(mode, m)) return intp::run(ctx, base, x, m, k, packed, n, group, bias, y);
+  if (lin_int_activations(mode, m))
+    return intp::run(ctx, base | q40_flag, x, m, k, packed, n, group, bias, y);
   const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t ng = mode == kLinInt4 ? kp / group : 0;
   // Decode-sized (a few KiB): plain aligned memory, reused hot by malloc; 64-byte aligned so
@@ -981,8 +986,9 @@ int linear_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.m = m;
   jb.n = n;
   jb.kp = kp;
+  jb.q40 = q40;
   jb.group = group;
-  jb.panel_bytes = lin_panel_bytes(mode, kp, group);
+  jb.panel_bytes = lin_panel_bytes(mode | q40_flag, kp, group);
   jb.npanels = (n + NR - 1) / NR;
   jb.xpad = xpad;
   jb.gsums = gsums;

@@ -30,6 +30,8 @@ inline int64_t block_bytes(int mode) { return mode == kLinInt8 ? 2 * kPlane : kP
 
 struct IJob {
   int mode;
+  bool q40;     // int4 in the Q4_0 layout (float16 scales, min = -8 d; group 32)
+  int64_t hdr;  // int4: bytes of a group's header (lin_int4_header)
   int64_t m, n, kp, nb, group, panel_bytes, npanels, nstrips;
   const int8_t *qx;    // m x kp
   const float *dx;     // m x nb
@@ -156,11 +158,10 @@ inline void block_values(const IJob &jb, int64_t p, int64_t b, int w[NR][kLinQ8B
     return;
   }
   const int64_t g = b * kLinQ8Block / jb.group, in = b * kLinQ8Block % jb.group;
-  const uint8_t *gp = jb.packed + p * jb.panel_bytes + g * (NR * 8 + NR * jb.group / 2);
-  std::memcpy(sc, gp, 4 * NR);
-  std::memcpy(mn, gp + NR * 4, 4 * NR);
+  const uint8_t *gp = jb.packed + p * jb.panel_bytes + g * (jb.hdr + NR * jb.group / 2);
+  lin_int4_scales(gp, jb.q40, sc, mn);
   for (int j = 0; j < NR; ++j) {
-    const uint8_t *q = gp + NR * 8 + j * (jb.group / 2) + in / 2;
+    const uint8_t *q = gp + jb.hdr + j * (jb.group / 2) + in / 2;
     for (int i = 0; i < 16; ++i) {
       w[j][i] = q[i] & 15;
       w[j][i + 16] = q[i] >> 4;
@@ -195,12 +196,12 @@ inline void load_panel_block(const IJob &jb, int64_t p, int64_t b, uint8_t *blk,
     return;
   }
   const int64_t g = b * kLinQ8Block / jb.group, in = b * kLinQ8Block % jb.group;
-  const uint8_t *gp = jb.packed + p * jb.panel_bytes + g * (NR * 8 + NR * jb.group / 2);
-  std::memcpy(sc, gp, 4 * NR);
-  std::memcpy(mn, gp + NR * 4, 4 * NR);
+  const uint8_t *gp = jb.packed + p * jb.panel_bytes + g * (jb.hdr + NR * jb.group / 2);
+  if (jb.q40) int4_scales<true>(gp, sc, mn);
+  else int4_scales<false>(gp, sc, mn);
   const __m128i low = _mm_set1_epi8(15);
   for (int j = 0; j < NR; ++j) {  // 16 bytes: elements 0-15 in the low nibbles, 16-31 high
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i *>(gp + NR * 8 + j * (jb.group / 2) + in / 2));
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i *>(gp + jb.hdr + j * (jb.group / 2) + in / 2));
     c[j] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low), _mm_and_si128(q, low));
   }
   put_panel(c, blk);
@@ -399,10 +400,27 @@ inline __m256i int4_pair16(__m256i wb, __m256i xlo, __m256i xhi) {
 // 2h in the low 128-bit lane, 2h + 1 in the high one (gp: the panel's group, in: the block in it).
 inline __m256i int4_column_pair(const IJob &jb, const uint8_t *gp, int64_t in, int h, __m256i xlo,
                                 __m256i xhi) {
-  const uint8_t *qb = gp + NR * 8 + 2 * h * (jb.group / 2) + in * 16;
+  const uint8_t *qb = gp + jb.hdr + 2 * h * (jb.group / 2) + in * 16;
   const __m256i wb = _mm256_loadu2_m128i(reinterpret_cast<const __m128i *>(qb + jb.group / 2),
                                          reinterpret_cast<const __m128i *>(qb));
   return _mm256_madd_epi16(int4_pair16(wb, xlo, xhi), _mm256_set1_epi16(1));
+}
+
+// The scales and minimums of an int4 group header at gp as 4 lanes (Q40: float16 scales widened,
+// min = -8 d: the flagless layout's values of the same blocks, so the same bits after).
+template <bool Q40>
+inline void int4_header4(const uint8_t *gp, __m128 &sc, __m128 &mn) {
+  if constexpr (Q40) {
+    sc = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(gp)));
+    mn = _mm_mul_ps(sc, _mm_set1_ps(-8.0f));
+  } else {
+    sc = _mm_loadu_ps(reinterpret_cast<const float *>(gp));
+    mn = _mm_loadu_ps(reinterpret_cast<const float *>(gp + NR * 4));
+  }
+}
+inline void int4_header4(const IJob &jb, const uint8_t *gp, __m128 &sc, __m128 &mn) {
+  if (jb.q40) int4_header4<true>(gp, sc, mn);
+  else int4_header4<false>(gp, sc, mn);
 }
 
 // One row of NP panels (4 NP columns) over all blocks. int8: one column's 32 bytes per vector,
@@ -417,7 +435,7 @@ template <int MODE, int NP>
 void decode_row(const IJob &jb, int64_t p, int64_t r) {
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t bpg = MODE == kLinInt8 ? 1 : jb.group / kLinQ8Block;  // blocks per group
-  const int64_t gbytes = MODE == kLinInt8 ? kLinQ8PanelBlockBytes : NR * 8 + NR * jb.group / 2;
+  const int64_t gbytes = MODE == kLinInt8 ? kLinQ8PanelBlockBytes : jb.hdr + NR * jb.group / 2;
   const int8_t *xrow = jb.qx + r * jb.kp;
   const float *dxr = jb.dx + r * jb.nb;
   const int32_t *qsr = jb.qs + r * jb.nb;
@@ -429,8 +447,8 @@ void decode_row(const IJob &jb, int64_t p, int64_t r) {
     for (int q = 0; q < NP; ++q) {
       gp[q] = jb.packed + (p + q) * jb.panel_bytes + g * gbytes;
       if (r == 0) prefetch_ahead<kLinPrefetchQuant>(gp[q], gbytes, jb.m == 1);
-      sc[q] = _mm_loadu_ps(reinterpret_cast<const float *>(gp[q]));
-      if constexpr (MODE != kLinInt8) mn[q] = _mm_loadu_ps(reinterpret_cast<const float *>(gp[q] + NR * 4));
+      if constexpr (MODE == kLinInt8) sc[q] = _mm_loadu_ps(reinterpret_cast<const float *>(gp[q]));
+      else int4_header4(jb, gp[q], sc[q], mn[q]);
     }
     for (int64_t in = 0; in < bpg; ++in, ++b) {
       const int8_t *xr = xrow + b * kLinQ8Block;
@@ -498,7 +516,7 @@ inline void store_pair8(const IJob &jb, int64_t p, int64_t r, __m256 acc) {
 // of products live, and its float steps were a smaller share), so it keeps NP = 1.
 inline void decode_row_pair_int4(const IJob &jb, int64_t p, int64_t r) {
   const int64_t bpg = jb.group / kLinQ8Block;
-  const int64_t gbytes = NR * 8 + NR * jb.group / 2;
+  const int64_t gbytes = jb.hdr + NR * jb.group / 2;
   const int8_t *xrow = jb.qx + r * jb.kp;
   const float *dxr = jb.dx + r * jb.nb;
   const int32_t *qsr = jb.qs + r * jb.nb;
@@ -511,10 +529,10 @@ inline void decode_row_pair_int4(const IJob &jb, int64_t p, int64_t r) {
       gp[q] = jb.packed + (p + q) * jb.panel_bytes + g * gbytes;
       if (r == 0) prefetch_ahead<kLinPrefetchQuant>(gp[q], gbytes, jb.m == 1);
     }
-    const __m256 sc = _mm256_loadu2_m128(reinterpret_cast<const float *>(gp[1]),
-                                         reinterpret_cast<const float *>(gp[0]));
-    const __m256 mn = _mm256_loadu2_m128(reinterpret_cast<const float *>(gp[1] + NR * 4),
-                                         reinterpret_cast<const float *>(gp[0] + NR * 4));
+    __m128 s0, m0, s1, m1;
+    int4_header4(jb, gp[0], s0, m0);
+    int4_header4(jb, gp[1], s1, m1);
+    const __m256 sc = _mm256_set_m128(s1, s0), mn = _mm256_set_m128(m1, m0);
     for (int64_t in = 0; in < bpg; ++in, ++b) {
       const int8_t *xr = xrow + b * kLinQ8Block;
       const __m256 vdx = _mm256_set1_ps(dxr[b]);
@@ -532,13 +550,14 @@ inline void decode_row_pair_int4(const IJob &jb, int64_t p, int64_t r) {
 }
 
 // decode_row_pair_int4 for group 32 (GGUF's Q4_0 / Q4_1 blocks): a group is one block, 96 bytes
-// per panel (4 scales, 4 mins, 4 columns x 16 bytes), so columns 2h and 2h + 1 are one 32-byte
-// load and the loop walks both panels with two pointers. The general kernel's per-group set-up
+// per panel (4 scales, 4 mins, 4 columns x 16 bytes; Q40: 72, 4 float16 scales), so columns 2h
+// and 2h + 1 are one 32-byte load and the loop walks both panels with two pointers. The general kernel's per-group set-up
 // (group and panel offsets, a prefetch loop, the inner loop over one block) ran once per block
 // here and spilled its pointers to the stack: about 40 cycles per 8 columns x 32 weights on a
 // Zen 3. The same operations per column in the same order, so the same bits.
-inline void decode_row_pair_int4_g32(const IJob &jb, int64_t p, int64_t r) {
-  constexpr int64_t kBytes = NR * 8 + NR * kLinQ8Block / 2;  // one block of one panel
+template <bool Q40>
+void decode_row_pair_int4_g32(const IJob &jb, int64_t p, int64_t r) {
+  constexpr int64_t kHdr = lin_int4_header(Q40), kBytes = kHdr + NR * kLinQ8Block / 2;  // one block of one panel
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   const uint8_t *a = jb.packed + p * jb.panel_bytes, *b = a + jb.panel_bytes;
@@ -559,14 +578,22 @@ inline void decode_row_pair_int4_g32(const IJob &jb, int64_t p, int64_t r) {
     const __m256 vdx = _mm256_set1_ps(dxr[blk]);
     const __m256i xlo = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(xr)));
     const __m256i xhi = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(xr + 16)));
-    const __m256 sc = _mm256_loadu2_m128(reinterpret_cast<const float *>(b), reinterpret_cast<const float *>(a));
-    const __m256 mn = _mm256_loadu2_m128(reinterpret_cast<const float *>(b + NR * 4),
-                                         reinterpret_cast<const float *>(a + NR * 4));
+    __m256 sc, mn;
+    if constexpr (Q40) {  // both panels' 4 float16 scales: one 16-byte conversion
+      const __m128i h = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(a)),
+                                           _mm_loadl_epi64(reinterpret_cast<const __m128i *>(b)));
+      sc = _mm256_cvtph_ps(h);
+      mn = _mm256_mul_ps(sc, _mm256_set1_ps(-8.0f));
+    } else {
+      sc = _mm256_loadu2_m128(reinterpret_cast<const float *>(b), reinterpret_cast<const float *>(a));
+      mn = _mm256_loadu2_m128(reinterpret_cast<const float *>(b + NR * 4),
+                              reinterpret_cast<const float *>(a + NR * 4));
+    }
     // Two 16-bit pairwise adds leave each column's 32 products in two lanes of at most 16
     // (30,480: no wrap), one widening adds those: three adds and one widening for 8 columns
     // where widening each pair first took four and three.
-    const __m256i ta = _mm256_hadd_epi16(pair(a + NR * 8, xlo, xhi), pair(a + NR * 8 + 32, xlo, xhi));
-    const __m256i tb = _mm256_hadd_epi16(pair(b + NR * 8, xlo, xhi), pair(b + NR * 8 + 32, xlo, xhi));
+    const __m256i ta = _mm256_hadd_epi16(pair(a + kHdr, xlo, xhi), pair(a + kHdr + 32, xlo, xhi));
+    const __m256i tb = _mm256_hadd_epi16(pair(b + kHdr, xlo, xhi), pair(b + kHdr + 32, xlo, xhi));
     const __m256i isum =
         _mm256_permutevar8x32_epi32(_mm256_madd_epi16(_mm256_hadd_epi16(ta, tb), ones), order);
     acc = int4_combine8(acc, isum, sc, mn, vdx, qsr[blk]);
@@ -578,9 +605,12 @@ template <int MODE>
 void decode_panels(const IJob &jb, int64_t p0, int64_t p1) {
   int64_t p = p0;
   if constexpr (MODE != kLinInt8) {
-    if (jb.group == kLinQ8Block)
+    if (jb.q40)
       for (; p + 1 < p1; p += 2)
-        for (int64_t r = 0; r < jb.m; ++r) decode_row_pair_int4_g32(jb, p, r);
+        for (int64_t r = 0; r < jb.m; ++r) decode_row_pair_int4_g32<true>(jb, p, r);
+    else if (jb.group == kLinQ8Block)
+      for (; p + 1 < p1; p += 2)
+        for (int64_t r = 0; r < jb.m; ++r) decode_row_pair_int4_g32<false>(jb, p, r);
     for (; p + 1 < p1; p += 2)
       for (int64_t r = 0; r < jb.m; ++r) decode_row_pair_int4(jb, p, r);
   }
@@ -626,18 +656,21 @@ inline void decode_task(void *ctx, int task) {
   else decode_panels<kLinInt4>(jb, p0, p1);
 }
 
-// mode: kLinInt8 or kLinInt4 (the layout). Fewer than kLinPromptRows rows (the A8 modes' decode
+// mode: kLinInt8 or kLinInt4 (the layout; int4 may carry the Q4_0 flag). Fewer than kLinPromptRows rows (the A8 modes' decode
 // step) stream the panels; more go through strips. 0 done, -1 out of memory.
 inline int run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, const void *packed,
                int64_t n, int64_t group, const float *bias, float *y) {
   IJob jb;
+  jb.q40 = lin_q40(mode);
+  jb.hdr = lin_int4_header(jb.q40);
+  jb.panel_bytes = lin_panel_bytes(mode, lin_padded_k(mode, k, group), group);
+  mode = lin_mode(mode);
   jb.mode = mode;
   jb.m = m;
   jb.n = n;
   jb.kp = lin_padded_k(mode, k, group);
   jb.nb = jb.kp / kLinQ8Block;
   jb.group = group;
-  jb.panel_bytes = lin_panel_bytes(mode, jb.kp, group);
   jb.npanels = (n + NR - 1) / NR;
   jb.nstrips = (jb.npanels + kPanels - 1) / kPanels;
   jb.packed = static_cast<const uint8_t *>(packed);
@@ -659,8 +692,12 @@ inline int run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.qx = qx;
   jb.dx = dx;
   jb.qs = qs;
+  // Threads and chunks by the flagless layout's bytes: the Q4_0 layout streams fewer bytes for
+  // the same multiply-adds, and by its own bytes SmolLM2's 576 x 576 layers ran on one thread
+  // (120 layers, one row, two threads: 0.93x the flagless layout's time; by these 1.0x+).
+  const int64_t work_panel = lin_panel_bytes(mode, jb.kp, group);
   if (m < kLinPromptRows) {
-    const int64_t work = jb.panel_bytes * jb.npanels;
+    const int64_t work = work_panel * jb.npanels;
     const int threads = lin_threads(ctx.threads, work, jb.npanels);
     jb.ntasks = int(lin_chunks(threads, work, jb.npanels));
     ctx.used_threads = threads;
@@ -671,7 +708,7 @@ inline int run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   // Strips in chunks taken as threads come free (rt::run_parallel_shared), up to
   // kLinChunksPerThread per thread: beside a busy process a fixed half per thread left the
   // call waiting for the preempted half (2 threads no faster than 1, 2816 x 1024, 16-256 rows).
-  const int threads = lin_threads(ctx.threads, jb.panel_bytes * jb.npanels * (m / 16), jb.nstrips);
+  const int threads = lin_threads(ctx.threads, work_panel * jb.npanels * (m / 16), jb.nstrips);
   const int64_t chunks = threads * int64_t(kLinChunksPerThread);
   jb.ntasks = threads <= 1 ? 1 : int(chunks < jb.nstrips ? chunks : jb.nstrips);
   ctx.used_threads = threads;

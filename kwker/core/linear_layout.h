@@ -10,6 +10,12 @@
 //   int4   (Q4_1):    per group, kLinNR float32 scales, kLinNR float32 minimums, then per column
 //                     group/2 bytes: each 32-block as 16 bytes, element i in the low nibble of
 //                     byte i and element i+16 in its high nibble (GGUF's order); w = q*d + min.
+//   int4 with the Q4_0 flag (kLinQ4_0, group 32 only): per 32-block, kLinNR float16 scales, then
+//                     the same 4 x 16 bytes; every minimum is -8 d, computed, not stored. GGUF's
+//                     own Q4_0 bytes (18 per 32 weights, against 24 above): the decode step of
+//                     a Q4_0 model streams a quarter fewer int4 bytes. The kernels widen d and
+//                     form -8 d (both exact), so the results are the flagless layout's bit for
+//                     bit on the same blocks.
 // Scales are float32 (GGUF stores float16; converting them is exact), so a GGUF block maps
 // onto this layout without any rounding.
 //
@@ -26,7 +32,9 @@
 // results bit for bit from half the bytes.
 #ifndef KWKER_CORE_LINEAR_LAYOUT_H_
 #define KWKER_CORE_LINEAR_LAYOUT_H_
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 
 namespace kwker {
 
@@ -42,6 +50,11 @@ enum LinearMode {
   kLinF32F16 = 8, // "high" from float32 weights that are exactly float16 (bf16's layout, f16 bits)
   kLinNumModes = 9
 };
+// A flag on kLinInt4 / kLinInt4A8 (group 32): the Q4_0 layout above. Engines strip it at entry
+// (lin_mode) and keep it as a bool beside the layout.
+constexpr int kLinQ4_0 = 16;
+inline bool lin_q40(int mode) { return (mode & kLinQ4_0) != 0; }
+inline int lin_mode(int mode) { return mode & ~kLinQ4_0; }
 constexpr int kLinNR = 4;
 constexpr int kLinLanes = 16;
 constexpr int kLinQ8Block = 32;
@@ -59,6 +72,7 @@ inline int64_t lin_round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; 
 // The layout a mode's weights are packed in (the exact-block "high" modes and the A8 modes share
 // int4's / int8's).
 inline int lin_layout(int mode) {
+  mode = lin_mode(mode);
   return mode == kLinF32Q4 || mode == kLinInt4A8 ? kLinInt4
          : mode == kLinF32Q8 || mode == kLinInt8A8 ? kLinInt8
          : mode == kLinF32F16 ? kLinBF16 : mode;
@@ -66,9 +80,13 @@ inline int lin_layout(int mode) {
 // The A8 modes (W8A8 / W4A8): x quantised per 32-block to int8 for the decode step as well as
 // for prompts (core/linear_prompt.h says what they compute), so that each row's result does not
 // depend on how many rows a call has; int8 / int4 quantise x from kLinPromptRows rows only.
-inline bool lin_a8(int mode) { return mode == kLinInt8A8 || mode == kLinInt4A8; }
-// The mode a call computes in: the A8 modes are int8 / int4 with x quantised at every row count.
-inline int lin_base(int mode) { return lin_a8(mode) ? lin_layout(mode) : mode; }
+inline bool lin_a8(int mode) {
+  mode = lin_mode(mode);
+  return mode == kLinInt8A8 || mode == kLinInt4A8;
+}
+// The mode a call computes in: the A8 modes are int8 / int4 with x quantised at every row count
+// (without the Q4_0 flag: the caller keeps lin_q40 of the mode it was given).
+inline int lin_base(int mode) { return lin_a8(mode) ? lin_layout(mode) : lin_mode(mode); }
 inline bool lin_exact_blocks(int mode) { return mode == kLinF32Q4 || mode == kLinF32Q8; }
 // The "high" modes stored in fewer bytes (exact blocks, float16): their kernels rebuild each
 // float32 weight exactly and run "high"'s chains on it (the prompt kernels on rebuilt panels).
@@ -102,12 +120,50 @@ inline int64_t lin_padded_k(int mode, int64_t k, int64_t group) {
   return lin_round_up(k, group);
 }
 
+// Bytes of an int4 group's header: kLinNR float32 scales and minimums, or (Q4_0) float16 scales.
+constexpr int64_t lin_int4_header(bool q40) { return q40 ? kLinNR * 2 : kLinNR * 8; }
+
+// mode may carry the Q4_0 flag.
 inline int64_t lin_panel_bytes(int mode, int64_t kp, int64_t group) {
   switch (lin_layout(mode)) {
     case kLinF32: return kLinNR * kp * 4;
     case kLinBF16: return kLinNR * kp * 2;
     case kLinInt8: return kp / kLinQ8Block * kLinQ8PanelBlockBytes;
-    default: return kp / group * (kLinNR * 8 + kLinNR * group / 2);
+    default: return kp / group * (lin_int4_header(lin_q40(mode)) + kLinNR * group / 2);
+  }
+}
+
+// IEEE float16 bits to float32, exactly (every float16 is a float32): what F16C's vcvtph2ps gives.
+inline float lin_half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  uint32_t bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (man << 13);  // inf, NaN (payload kept, as vcvtph2ps does)
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  } else {  // zero or subnormal: man * 2^-24, exact in float32
+    float f = std::ldexp(float(man), -24);
+    std::memcpy(&bits, &f, 4);
+    bits |= sign;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// An int4 group header's kLinNR scales and minimums as float32 (q40: float16 scales, min = -8 d;
+// both exact, so the flagless layout's values of the same blocks).
+inline void lin_int4_scales(const uint8_t *gp, bool q40, float *scale, float *mins) {
+  if (!q40) {
+    std::memcpy(scale, gp, sizeof(float) * kLinNR);
+    std::memcpy(mins, gp + kLinNR * 4, sizeof(float) * kLinNR);
+    return;
+  }
+  for (int j = 0; j < kLinNR; ++j) {
+    uint16_t h;
+    std::memcpy(&h, gp + 2 * j, 2);
+    scale[j] = lin_half_to_float(h);
+    mins[j] = -8.0f * scale[j];
   }
 }
 

@@ -40,7 +40,8 @@ enum PromptKernel {
 };
 
 PromptKernel linear_prompt_kernel_avx512(int mode, int64_t m);
-// 1: done; 0: not a prompt call for these kernels (run the float kernels); -1: out of memory.
+// mode may carry the Q4_0 flag. 1: done; 0: not a prompt call for these kernels (run the float
+// kernels); -1: out of memory.
 int linear_prompt_avx512(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k,
                          const void *packed, int64_t n, int64_t group, const float *bias, float *y);
 

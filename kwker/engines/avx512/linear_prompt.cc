@@ -147,8 +147,10 @@ struct Strip {
   float *mins;    // int4: nb * 16, the group's minimum
 };
 
-void load_strip(int mode, const uint8_t *packed, int64_t panel_bytes, int64_t npanels,
+// q40: int4 in the Q4_0 layout (float16 scales, min = -8 d, group 32; core/linear_layout.h).
+void load_strip(int mode, bool q40, const uint8_t *packed, int64_t panel_bytes, int64_t npanels,
                 int64_t strip, int64_t kp, int64_t group, bool plus128, Strip &s) {
+  const int64_t hdr = lin_int4_header(q40);
   const int64_t nb = kp / kBlk;
   alignas(64) uint8_t unpacked[kPanelsPerStrip][kLinNR * kBlk];
   for (int64_t b = 0; b < nb; ++b) {
@@ -169,13 +171,19 @@ void load_strip(int mode, const uint8_t *packed, int64_t panel_bytes, int64_t np
         src[pp] = blk + kLinNR * 4;  // 4 columns x 32 int8, column after column
       } else {
         const int64_t g = b * kBlk / group, in = b * kBlk % group;
-        const uint8_t *gp = panel + g * (kLinNR * 8 + kLinNR * group / 2);
-        std::memcpy(sc, gp, sizeof(float) * kLinNR);
-        std::memcpy(s.mins + b * kStrip + pp * kLinNR, gp + kLinNR * 4, sizeof(float) * kLinNR);
+        const uint8_t *gp = panel + g * (hdr + kLinNR * group / 2);
+        if (q40) {  // float16 scales widened (exact), min = -8 d: the flagless layout's values
+          const __m128 d = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(gp)));
+          _mm_storeu_ps(sc, d);
+          _mm_storeu_ps(s.mins + b * kStrip + pp * kLinNR, _mm_mul_ps(d, _mm_set1_ps(-8.0f)));
+        } else {
+          std::memcpy(sc, gp, sizeof(float) * kLinNR);
+          std::memcpy(s.mins + b * kStrip + pp * kLinNR, gp + kLinNR * 4, sizeof(float) * kLinNR);
+        }
         const __m128i low = _mm_set1_epi8(15);
         for (int j = 0; j < kLinNR; ++j) {  // 16 bytes: elements 0-15 low nibbles, 16-31 high
           __m128i by = _mm_loadu_si128(reinterpret_cast<const __m128i *>(
-              gp + kLinNR * 8 + j * (group / 2) + in / 2));
+              gp + hdr + j * (group / 2) + in / 2));
           _mm_store_si128(reinterpret_cast<__m128i *>(unpacked[pp] + j * kBlk), _mm_and_si128(by, low));
           _mm_store_si128(reinterpret_cast<__m128i *>(unpacked[pp] + j * kBlk + 16),
                           _mm_and_si128(_mm_srli_epi16(by, 4), low));
@@ -204,6 +212,7 @@ inline __m512 combine(int mode, __m512i isum, const Strip &s, int64_t b, float d
 
 struct QJob {
   int mode;
+  bool q40;  // int4 in the Q4_0 layout
   bool amx;
   int64_t m, mpad, n, kp, group, panel_bytes, npanels, nstrips;
   const int8_t *qx;   // mpad x kp
@@ -370,7 +379,7 @@ void int_task(void *ctx, int task) {
     _tile_loadconfig(&cfg);
   }
   for (int64_t st = s0; st < s1; ++st) {
-    load_strip(jb.mode, jb.packed, jb.panel_bytes, jb.npanels, st, jb.kp, jb.group,
+    load_strip(jb.mode, jb.q40, jb.packed, jb.panel_bytes, jb.npanels, st, jb.kp, jb.group,
                !jb.amx && jb.mode == kLinInt8, s);
     if (jb.amx) amx_int_strip(jb, s, st);
     else vnni_int_strip(jb, s, st);
@@ -578,11 +587,13 @@ PromptKernel linear_prompt_kernel_avx512(int mode, int64_t m) {
 int linear_prompt_avx512(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k,
                          const void *packed, int64_t n, int64_t group, const float *bias,
                          float *y) {
+  const bool q40 = lin_q40(mode);
+  const int64_t kp = lin_padded_k(mode, k, group);
+  const int64_t panel_bytes = lin_panel_bytes(mode, kp, group);
+  mode = lin_mode(mode);
   const PromptKernel kern = linear_prompt_kernel_avx512(mode, m);
   if (kern == kPromptNone) return 0;
-  const int64_t kp = lin_padded_k(mode, k, group);
   const int64_t npanels = (n + kLinNR - 1) / kLinNR;
-  const int64_t panel_bytes = lin_panel_bytes(mode, kp, group);
   if (kern == kPromptAmxBf16 || kern == kPromptAvx512Bf16) {
     BJob jb;
     jb.m = m;
@@ -615,6 +626,7 @@ int linear_prompt_avx512(CallCtx &ctx, int mode, const float *x, int64_t m, int6
   }
   QJob jb;
   jb.mode = mode;
+  jb.q40 = q40;
   jb.amx = kern == kPromptAmxInt8;
   jb.m = m;
   jb.mpad = lin_round_up(m, 16);
@@ -646,7 +658,8 @@ int linear_prompt_avx512(CallCtx &ctx, int mode, const float *x, int64_t m, int6
   jb.qx = qx;
   jb.dx = dx;
   jb.qs = qs;
-  jb.ntasks = lin_threads(ctx.threads, panel_bytes * npanels * (m / 16), jb.nstrips);
+  // Threads by the flagless layout's bytes (the same work per weight as the Q4_0 layout's).
+  jb.ntasks = lin_threads(ctx.threads, lin_panel_bytes(mode, kp, group) * npanels * (m / 16), jb.nstrips);
   ctx.used_threads = jb.ntasks;
   rt::run_parallel(jb.ntasks, int_task, &jb);
   std::free(mem);

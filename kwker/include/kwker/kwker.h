@@ -189,6 +189,14 @@ KWKER_API int kwker_get_tuning(const char *name, int64_t *value);
  * KWKER_LINEAR_HIGH's on those weights, bit for bit, from half the bytes. The caller checks
  * exactness (kwker.cpu_backend does). */
 #define KWKER_LINEAR_HIGH_F16 8
+/* A flag for KWKER_LINEAR_INT4 and KWKER_LINEAR_INT4_A8 with group 32: GGUF Q4_0's own bytes, 18
+ * per 32 weights (float16 scales; every minimum is -8 x scale, not stored) instead of 24. The
+ * results are those of the mode without the flag, bit for bit; a Q4_0 model's decode step
+ * streams a quarter fewer int4 bytes. kwker_linear_pack takes the same values, scales and mins
+ * and fails (writing nothing) where a scale is not a finite float16 value or a min is not
+ * exactly -8 x its scale; unpack gives those scales and mins back. Pass the same flagged mode to
+ * packed_size, unpack and kwker_linear. */
+#define KWKER_LINEAR_Q4_0 16
 /* Bytes of the packed weights of an [n, k] matrix (group: int4 group size, a positive multiple of
  * 32; ignored by the other modes), or -1 with the last error set. */
 KWKER_API int64_t kwker_linear_packed_size(int mode, int64_t n, int64_t k, int64_t group);

@@ -74,8 +74,11 @@ void kv_extend(at::TensorList views, int64_t length) {
   }
 }
 
+// mode may carry KWKER_LINEAR_Q4_0 (with INT4 / INT4_A8): the same tensors as without it.
+int64_t unflagged(int64_t mode) { return mode & ~int64_t(KWKER_LINEAR_Q4_0); }
+
 at::ScalarType value_type(int64_t mode) {
-  switch (mode) {
+  switch (unflagged(mode)) {
     case KWKER_LINEAR_HIGH: return at::kFloat;
     case KWKER_LINEAR_MEDIUM: return at::kBFloat16;
     case KWKER_LINEAR_HIGH_F16: return at::kHalf;
@@ -89,20 +92,23 @@ at::ScalarType value_type(int64_t mode) {
 // The exact-block "high" modes store int4's (group 32) / int8's layout, the A8 modes int8's /
 // int4's (kwker.h).
 bool has_mins(int64_t mode) {
+  mode = unflagged(mode);
   return mode == KWKER_LINEAR_INT4 || mode == KWKER_LINEAR_HIGH_Q4 || mode == KWKER_LINEAR_INT4_A8;
 }
 bool has_scales(int64_t mode) {
+  mode = unflagged(mode);
   return mode >= KWKER_LINEAR_INT8 && mode <= KWKER_LINEAR_INT4_A8;
 }
 
 int64_t blocks(int64_t mode, int64_t k, int64_t group) {
+  mode = unflagged(mode);
   int64_t b = mode == KWKER_LINEAR_INT4 || mode == KWKER_LINEAR_INT4_A8 ? group : 32;
   return (k + b - 1) / b;
 }
 
 Tensor linear_pack(int64_t mode, const Tensor &values, const std::optional<Tensor> &scales,
                    const std::optional<Tensor> &mins, int64_t group) {
-  TORCH_CHECK(mode >= 0 && mode <= KWKER_LINEAR_HIGH_F16, "kwker.linear_pack: unknown mode ", mode);
+  TORCH_CHECK(mode >= 0 && unflagged(mode) <= KWKER_LINEAR_HIGH_F16, "kwker.linear_pack: unknown mode ", mode);
   TORCH_CHECK(values.dim() == 2 && values.device().is_cpu(),
               "kwker.linear_pack: values must be a 2-D CPU tensor [out_features, in_features]");
   TORCH_CHECK(values.scalar_type() == value_type(mode), "kwker.linear_pack: mode ", mode,

@@ -396,6 +396,100 @@ void test_errors() {
   check(kwker_linear_packed_size(KWKER_LINEAR_HIGH_Q8, 4, 64, 0) > 0, "high_q8 ignores the group");
 }
 
+// The Q4_0 layout flag (KWKER_LINEAR_INT4 / _INT4_A8 | KWKER_LINEAR_Q4_0, group 32): Q4_0
+// blocks (float16 scales, among them subnormal, negative and zero ones; min = -8 d) packed with
+// and without the flag give the same bits on every engine at decode and prompt row counts, in 72
+// instead of 96 bytes per panel block, and unpack to the same values, scales and mins.
+void test_q40(int mode, int64_t n, int64_t k, int64_t m, bool bias, int threads) {
+  std::mt19937 rng(unsigned(n * 31 + k * 17 + m + mode));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> q4(0, 15);
+  g_where = "linear q4_0 mode=" + std::to_string(mode) + " n=" + std::to_string(n) + " k=" +
+            std::to_string(k) + " m=" + std::to_string(m) + (bias ? " bias" : "") + " threads=" +
+            std::to_string(threads);
+  const int flagged = mode | KWKER_LINEAR_Q4_0;
+  const int64_t nb = (k + 31) / 32;
+  std::vector<uint8_t> q(size_t(n * k));
+  std::vector<float> sc(size_t(n * nb)), mn(size_t(n * nb));
+  for (auto &v : q) v = uint8_t(q4(rng));
+  for (size_t i = 0; i < sc.size(); ++i) {
+    sc[i] = i % 11 == 5 ? std::ldexp(float(1 + i % 900), -24)          // float16 subnormals
+            : i % 13 == 7 ? 0.0f
+                          : f16_round((i % 3 ? 1.0f : -1.0f) * (0.01f + 0.02f * std::fabs(u(rng))));
+    mn[i] = -8.0f * sc[i];
+  }
+  const int64_t bytes = kwker_linear_packed_size(flagged, n, k, 32);
+  check(bytes == (n + 3) / 4 * nb * 72, "72 bytes per panel block");
+  check(kwker_linear_packed_size(mode, n, k, 32) == (n + 3) / 4 * nb * 96, "96 without the flag");
+  Guarded pq{size_t(bytes)}, pf{size_t(kwker_linear_packed_size(mode, n, k, 32))};
+  check(kwker_linear_pack(flagged, n, k, 32, q.data(), sc.data(), mn.data(), pq.data()) == KWKER_OK,
+        "pack with the flag");
+  check(kwker_linear_pack(mode, n, k, 32, q.data(), sc.data(), mn.data(), pf.data()) == KWKER_OK,
+        "pack without");
+  check(pq.intact() && pf.intact(), "pack red zones");
+  std::vector<uint8_t> bq(q.size());
+  std::vector<float> bs(sc.size()), bm(mn.size());
+  check(kwker_linear_unpack(flagged, n, k, 32, pq.data(), bq.data(), bs.data(), bm.data()) == KWKER_OK,
+        "unpack");
+  check(bq == q && std::memcmp(bs.data(), sc.data(), sc.size() * 4) == 0 &&
+            std::memcmp(bm.data(), mn.data(), mn.size() * 4) == 0,
+        "unpack gives the values, scales and mins back bit for bit");
+  std::vector<float> x(static_cast<size_t>(m * k)), b(static_cast<size_t>(n));
+  for (auto &v : x) v = u(rng);
+  for (auto &v : b) v = u(rng);
+  std::vector<float> first;
+  for (const char *engine : g_engines) {
+    kwker_set_isa(engine);
+    const std::string where =
+        std::string(engine) + " (kernel " + kwker_linear_kernel(flagged, m) + ")";
+    Guarded yq{size_t(m * n * 4)};
+    std::vector<float> yf(size_t(m * n)), got(size_t(m * n));
+    check(kwker_linear(flagged, x.data(), m, k, pq.data(), n, 32, bias ? b.data() : nullptr,
+                       reinterpret_cast<float *>(yq.data()), threads) == KWKER_OK, "run on " + where);
+    check(yq.intact(), "output red zone on " + where);
+    std::memcpy(got.data(), yq.data(), got.size() * 4);
+    check(kwker_linear(mode, x.data(), m, k, pf.data(), n, 32, bias ? b.data() : nullptr, yf.data(),
+                       threads) == KWKER_OK, "flagless run on " + where);
+    check(std::memcmp(got.data(), yf.data(), got.size() * 4) == 0,
+          "equals the flagless layout bit for bit on " + where);
+    if (first.empty()) first = got;
+    else check(std::memcmp(first.data(), got.data(), got.size() * 4) == 0,
+               where + " equals the first engine bit for bit");
+  }
+  kwker_set_isa(nullptr);
+}
+
+void test_q40_errors() {
+  g_where = "linear q4_0 errors";
+  const int flagged = KWKER_LINEAR_INT4 | KWKER_LINEAR_Q4_0;
+  check(kwker_linear_packed_size(flagged, 4, 64, 64) == -1, "group 64 rejected");
+  check(std::strstr(kwker_last_error(), "group must be 32") != nullptr, "message names the group");
+  check(kwker_linear_packed_size(KWKER_LINEAR_INT8 | KWKER_LINEAR_Q4_0, 4, 64, 32) == -1,
+        "the flag on int8 rejected");
+  check(std::strstr(kwker_last_error(), "_INT4_A8") != nullptr, "message names the modes");
+  check(kwker_linear_kernel(KWKER_LINEAR_HIGH | KWKER_LINEAR_Q4_0, 1) == nullptr,
+        "kernel: the flag on high rejected");
+  check(kwker_linear_kernel(KWKER_LINEAR_INT4_A8 | KWKER_LINEAR_Q4_0, 1) != nullptr,
+        "kernel: int4_a8 with the flag");
+  uint8_t q[64] = {0};
+  // Not a float16; a min not -8 d; an infinite and a NaN scale; a float16 overflow.
+  const float bad_scales[] = {0.1f, 0.5f, INFINITY, NAN, 131072.0f};
+  for (int i = 0; i < 5; ++i) {
+    float s[2] = {0.25f, bad_scales[i]}, mn[2] = {-2.0f, -8.0f * bad_scales[i]};
+    if (i == 1) mn[1] = -3.0f;
+    uint8_t out[200];
+    std::memset(out, 0xAB, sizeof(out));
+    check(kwker_linear_pack(flagged, 1, 64, 32, q, s, mn, out) == KWKER_E_INVALID_ARGUMENT,
+          "a block that is not Q4_0 rejected (" + std::to_string(i) + ")");
+    check(std::strstr(kwker_last_error(), "row 0, block 1") != nullptr &&
+              std::strstr(kwker_last_error(), "without the flag") != nullptr,
+          "message names the block and the fix");
+    bool untouched = true;
+    for (uint8_t v : out) untouched = untouched && v == 0xAB;
+    check(untouched, "nothing written");
+  }
+}
+
 void count_task(void *ctx, int task) {
   static_cast<std::atomic<int> *>(ctx)[task].fetch_add(1);
 }
@@ -628,6 +722,14 @@ void run_linear_tests() {
     for (auto &s : shapes)
       for (int threads : {1, 2}) test_f16(s[0], s[1], s[2], s[0] % 2 == 1, threads);
     test_f16(1024, 1024, 1, false, 2);  // crosses the threading threshold
+  }
+  test_q40_errors();
+  for (int mode : {KWKER_LINEAR_INT4, KWKER_LINEAR_INT4_A8}) {
+    const int64_t shapes[][3] = {{1, 32, 1},   {5, 100, 2},  {13, 64, 3},   {37, 576, 7},
+                                 {64, 576, 15}, {1, 32, 16}, {35, 100, 17}, {64, 576, 40},
+                                 {13, 1600, 48}, {1536, 576, 1}};
+    for (auto &s : shapes)
+      for (int threads : {1, 2}) test_q40(mode, s[0], s[1], s[2], s[0] % 2 == 1, threads);
   }
   std::printf("linear kernels: tested\n");
 }

@@ -21,6 +21,7 @@ import kwker  # noqa: E402
 import kwker.cpu_backend as cb  # noqa: E402
 from kwker.cpu_backend import _decoder, _package  # noqa: E402
 from kwker._torch import extension  # noqa: E402
+from kwker._torch.linear import Q4_0_FLAG  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not extension.availability()[0],
                                 reason=f"compiled operators unavailable: "
@@ -81,13 +82,16 @@ def test_high_mode_gives_the_original_tokens(kind, over):
     torch.testing.assert_close(sc, ref_sc, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("mode,activations", [("medium", "float"), ("int8", "float"),
-                                              ("int4", "float"), ("int8", "int8"),
-                                              ("int4", "int8")])
-def test_fused_step_matches_the_per_layer_kernels(mode, activations):
+@pytest.mark.parametrize("mode,activations,scheme", [
+    ("medium", "float", None), ("int8", "float", None), ("int4", "float", None),
+    ("int8", "int8", None), ("int4", "int8", None),
+    ("int4", "int8", "q4_0")])   # Q4_0 blocks in their own 18 bytes (KWKER_LINEAR_Q4_0)
+def test_fused_step_matches_the_per_layer_kernels(mode, activations, scheme):
     model = tiny(seed=1)
-    fused = cb.optimize(model, mode, activations=activations)
-    per_layer = cb.optimize(model, mode, decoder="off", activations=activations)
+    fused = cb.optimize(model, mode, activations=activations, scheme=scheme)
+    per_layer = cb.optimize(model, mode, decoder="off", activations=activations, scheme=scheme)
+    if scheme == "q4_0":
+        assert fused._kwker_decoder.shapes["mode"] & Q4_0_FLAG
     assert fused._kwker_cpu_backend["decoder"]["kind"] == "package"
     assert per_layer._kwker_cpu_backend["decoder"]["kind"] == "per-layer"
     seq, sc = scores(fused)

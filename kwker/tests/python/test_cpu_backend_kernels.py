@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 import kwker  # noqa: E402
 from kwker._torch import quant as _quant  # noqa: E402
 from kwker.cpu_backend._linear import KwkerLinear  # noqa: E402
+from kwker._torch.linear import Q4_0_FLAG  # noqa: E402
 from kwker._torch import extension  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not extension.availability()[0],
@@ -258,3 +259,88 @@ def test_exact_blocks_option_is_checked_and_reported():
         "float32": 2}
     x = torch.randn(3, 64)
     assert torch.equal(opt(x), cb.optimize(model, "high", exact_blocks=False)(x))
+
+
+# ---- int4 in GGUF Q4_0's own bytes (kwker.h: KWKER_LINEAR_Q4_0): blocks whose scales are
+# float16 values and whose mins are -8 x scale pack in 18 bytes per 32 weights instead of 24, with
+# the 24-byte layout's results bit for bit.
+def _q4_0_blocks(n, k, seed=5):
+    g = torch.Generator().manual_seed(seed + n + k)
+    nb = -(-k // 32)
+    q = torch.randint(0, 16, (n, k), generator=g, dtype=torch.uint8)
+    s = (torch.rand(n, nb, generator=g) * 0.02 + 0.01).to(torch.float16).to(torch.float32)
+    s[::3] = -s[::3]                     # negative, zero and subnormal float16 scales too
+    s.view(-1)[5::13] = 0.0
+    s.view(-1)[7::17] = 2.0 ** -20
+    return q, s, -8.0 * s
+
+
+@pytest.mark.parametrize("activations", ["float", "int8"])
+@pytest.mark.parametrize("n,k,m", [(1, 32, 1), (5, 100, 2), (37, 576, 7), (64, 576, 1),
+                                   (35, 100, 17), (1536, 576, 1), (13, 1600, 40)])
+def test_q4_0_blocks_are_stored_in_their_own_bytes_with_the_same_results(activations, n, k, m):
+    q, s, mn = _q4_0_blocks(n, k)
+    bias = torch.randn(n) if n % 2 else None
+    kl = KwkerLinear(q, s, mn, bias, mode="int4", group=32, threads=2, scheme="q4_0",
+                     activations=activations)
+    code = kl._code
+    assert code & Q4_0_FLAG, code
+    ns = extension.load()
+    plain = ns.linear_pack(code & ~Q4_0_FLAG, q, s, mn, 32)
+    assert kl.packed.numel() * 4 == plain.numel() * 3       # 72 bytes per panel block, not 96
+    v, s2, m2 = kl.unpack()
+    assert torch.equal(v, q) and torch.equal(_quant._bits(s2), _quant._bits(s))
+    assert torch.equal(_quant._bits(m2), _quant._bits(mn))
+    x = torch.randn(m, k, generator=torch.Generator().manual_seed(9))
+    with kwker.config():
+        for e in ENGINES:
+            kwker.set_isa(e)
+            got = kl(x)
+            want = ns.linear(x, plain, bias, code & ~Q4_0_FLAG, n, 32, 2)
+            assert torch.equal(got.view(torch.int32), want.view(torch.int32)), (e, activations)
+
+
+def test_blocks_that_are_not_q4_0_keep_the_24_byte_layout():
+    q, s, mn = _q4_0_blocks(8, 64)
+    # optimize()'s q4_0 scheme makes Q4_0 blocks (float16 scales): at group 32 they take the
+    # flag; its q4_1 scheme and other groups do not.
+    assert _layer(8, 64, "int4", scheme="q4_0")[1]._code & Q4_0_FLAG
+    assert not _layer(8, 64, "int4", scheme="q4_1")[1]._code & Q4_0_FLAG
+    assert not _layer(8, 64, "int4", group=64, scheme="q4_0")[1]._code & Q4_0_FLAG
+    for scales, mins, group in ((s * 1.0001, mn * 1.0001, 32),       # not float16
+                                (s, mn + 1e-3, 32),                  # min is not -8 d (Q4_1)
+                                (s[:, ::2].contiguous(), mn[:, ::2].contiguous(), 64)):  # group 64
+        kl = KwkerLinear(q, scales, mins, None, mode="int4", group=group, threads=1)
+        assert not kl._code & Q4_0_FLAG
+        assert kl.packed.numel() == (8 // 4) * (64 // group) * (32 + 2 * group)
+
+
+def test_the_gguf_reader_gives_q4_0_blocks_for_the_flag():
+    gguf = pytest.importorskip("gguf")
+    from gguf import quants
+    from types import SimpleNamespace
+    from kwker.cpu_backend import _gguf
+    w = torch.randn(8, 64, generator=torch.Generator().manual_seed(1)).numpy()
+    raw = quants.quantize(w, gguf.GGMLQuantizationType.Q4_0)
+    t = SimpleNamespace(tensor_type=gguf.GGMLQuantizationType.Q4_0, data=raw)
+    q, d, m = (torch.from_numpy(a) for a in _gguf._blocks(t, 8, 64))
+    assert _quant.q4_0_blocks(d, m)
+    kl = KwkerLinear(q, d, m, None, mode="int4", group=32, threads=1, activations="int8")
+    assert kl._code == 7 | Q4_0_FLAG
+    # Q4_1 blocks carry their own minimums: the 24-byte layout.
+    raw1 = quants.quantize(w, gguf.GGMLQuantizationType.Q4_1)
+    t1 = SimpleNamespace(tensor_type=gguf.GGMLQuantizationType.Q4_1, data=raw1)
+    assert not _quant.q4_0_blocks(*(torch.from_numpy(a) for a in _gguf._blocks(t1, 8, 64)[1:]))
+
+
+def test_q4_0_layout_errors_are_clear_and_write_nothing():
+    ns = extension.load()
+    q, s, mn = _q4_0_blocks(4, 64)
+    with pytest.raises(RuntimeError, match=r"row 1, block 0 is not a Q4_0 block .* without the flag"):
+        bad = s.clone()
+        bad[1, 0] = 0.1                                      # not a float16 value
+        ns.linear_pack(3 | Q4_0_FLAG, q, bad, -8.0 * bad, 32)
+    with pytest.raises(RuntimeError, match="goes with KWKER_LINEAR_INT4 or _INT4_A8"):
+        ns.linear_pack(2 | Q4_0_FLAG, q.to(torch.int8), s, None, 32)
+    with pytest.raises(RuntimeError, match="group must be 32"):
+        ns.linear_pack(3 | Q4_0_FLAG, q, s[:, ::2].contiguous(), mn[:, ::2].contiguous(), 64)

@@ -18,6 +18,10 @@ MODE_CODES = {m: i for i, m in enumerate(MODES)}
 STORAGE_CODES = {"exact-q4_1": 4, "exact-q8_0": 5, "float16": 8}
 # int8 / int4 with activations="int8" (kwker.h: KWKER_LINEAR_INT8_A8 / _INT4_A8: W8A8 / W4A8).
 A8_CODES = {"int8": 6, "int4": 7}
+# Added to an int4 code (float or int8 activations, group 32) whose blocks are GGUF Q4_0's
+# (quant.q4_0_blocks): kwker.h's KWKER_LINEAR_Q4_0 layout, GGUF's own 18 bytes per 32 weights
+# instead of 24, with the same results bit for bit.
+Q4_0_FLAG = 16
 
 
 def check_mode(mode, where="optimize"):

@@ -157,6 +157,19 @@ def exact_float16(w):
     return half if torch.equal(half.to(torch.float32), w) else None
 
 
+def q4_0_blocks(scales, mins):
+    """Whether int4 blocks (group 32) are GGUF Q4_0's: every scale a finite float16 value and
+    every min exactly -8 x its scale, bit for bit. Such blocks pack in the Q4_0 layout (kwker.h:
+    KWKER_LINEAR_Q4_0, 18 bytes per 32 weights instead of 24) with the same results."""
+    if scales is None or mins is None or scales.numel() == 0 or scales.shape != mins.shape:
+        return False
+    s = scales.detach().to(torch.float32)
+    # torch.equal is False on NaN and on values float16 cannot hold (overflow, underflow).
+    if not torch.isfinite(s).all() or not torch.equal(_f16(s), s):
+        return False
+    return torch.equal(_bits(-8.0 * s), _bits(mins.detach().to(torch.float32)))
+
+
 def dequantize(values, scales, mins, mode, group, storage=None):
     """The float32 weights a packed layer computes with (for tests and check_accuracy)."""
     if storage in ("exact-q4_1", "exact-q8_0"):  # (d * q) + m, in float32, as the kernels do

@@ -5,7 +5,7 @@ operator, the codes and the quantisation are kwker._torch's, shared with the com
 import torch
 
 from kwker._torch import quant as _quant
-from kwker._torch.linear import A8_CODES, ACTIVATIONS, MODE_CODES, STORAGE_CODES
+from kwker._torch.linear import A8_CODES, ACTIVATIONS, MODE_CODES, Q4_0_FLAG, STORAGE_CODES
 from kwker._torch.ops import compiled as ops
 from kwker._torch.ops import linear_op as _linear_op
 
@@ -39,6 +39,8 @@ class KwkerLinear(torch.nn.Module):
         self.storage, self.activations = storage, activations
         self._code = (A8_CODES[mode] if activations == "int8"
                       else STORAGE_CODES.get(storage, MODE_CODES[mode]))
+        if mode == "int4" and self.group == 32 and _quant.q4_0_blocks(scales, mins):
+            self._code |= Q4_0_FLAG  # GGUF Q4_0 blocks in their own 18 bytes: the same results
         packed = ops().linear_pack(self._code, values, scales, mins, self.group)
         self.register_buffer("packed", packed, persistent=True)
         self.register_buffer("bias", None if bias is None else
