@@ -325,19 +325,33 @@ struct MinTerm {
 };
 #endif
 
-// An int4 group header's scales and minimums (lin_int4_scales), the float16 scales of the Q4_0
-// layout widened by F16C where the engine has it (the same values).
+#if defined(__AVX512F__) || defined(__AVX2__)
+// The scales and minimums of an int4 group header at gp as 4 lanes (Q40: float16 scales widened
+// by F16C, min = -8 d: the values lin_int4_scales gives, so the same bits after).
+template <bool Q40>
+inline void int4_header4(const uint8_t *gp, __m128 &sc, __m128 &mn) {
+  if constexpr (Q40) {
+    sc = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(gp)));
+    mn = _mm_mul_ps(sc, _mm_set1_ps(-8.0f));
+  } else {
+    sc = _mm_loadu_ps(reinterpret_cast<const float *>(gp));
+    mn = _mm_loadu_ps(reinterpret_cast<const float *>(gp + NR * 4));
+  }
+}
+#endif
+
+// An int4 group header's scales and minimums into arrays (lin_int4_scales; F16C where the engine
+// has it).
 template <bool Q40>
 inline void int4_scales(const uint8_t *gp, float *scale, float *mins) {
 #if defined(__AVX512F__) || defined(__AVX2__)
-  if constexpr (Q40) {
-    const __m128 d = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(gp)));
-    _mm_storeu_ps(scale, d);
-    _mm_storeu_ps(mins, _mm_mul_ps(d, _mm_set1_ps(-8.0f)));
-    return;
-  }
-#endif
+  __m128 sc, mn;
+  int4_header4<Q40>(gp, sc, mn);
+  _mm_storeu_ps(scale, sc);
+  _mm_storeu_ps(mins, mn);
+#else
   lin_int4_scales(gp, Q40, scale, mins);
+#endif
 }
 
 // GS: the group size when known at compile time (32, the GGUF size), 0 for any multiple of 32.

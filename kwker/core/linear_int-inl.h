@@ -406,21 +406,10 @@ inline __m256i int4_column_pair(const IJob &jb, const uint8_t *gp, int64_t in, i
   return _mm256_madd_epi16(int4_pair16(wb, xlo, xhi), _mm256_set1_epi16(1));
 }
 
-// The scales and minimums of an int4 group header at gp as 4 lanes (Q40: float16 scales widened,
-// min = -8 d: the flagless layout's values of the same blocks, so the same bits after).
-template <bool Q40>
-inline void int4_header4(const uint8_t *gp, __m128 &sc, __m128 &mn) {
-  if constexpr (Q40) {
-    sc = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(gp)));
-    mn = _mm_mul_ps(sc, _mm_set1_ps(-8.0f));
-  } else {
-    sc = _mm_loadu_ps(reinterpret_cast<const float *>(gp));
-    mn = _mm_loadu_ps(reinterpret_cast<const float *>(gp + NR * 4));
-  }
-}
+// int4_header4 (core/linear-inl.h) with the layout known at run time.
 inline void int4_header4(const IJob &jb, const uint8_t *gp, __m128 &sc, __m128 &mn) {
-  if (jb.q40) int4_header4<true>(gp, sc, mn);
-  else int4_header4<false>(gp, sc, mn);
+  if (jb.q40) lin::int4_header4<true>(gp, sc, mn);
+  else lin::int4_header4<false>(gp, sc, mn);
 }
 
 // One row of NP panels (4 NP columns) over all blocks. int8: one column's 32 bytes per vector,

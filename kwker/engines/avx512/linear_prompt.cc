@@ -172,14 +172,7 @@ void load_strip(int mode, bool q40, const uint8_t *packed, int64_t panel_bytes, 
       } else {
         const int64_t g = b * kBlk / group, in = b * kBlk % group;
         const uint8_t *gp = panel + g * (hdr + kLinNR * group / 2);
-        if (q40) {  // float16 scales widened (exact), min = -8 d: the flagless layout's values
-          const __m128 d = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(gp)));
-          _mm_storeu_ps(sc, d);
-          _mm_storeu_ps(s.mins + b * kStrip + pp * kLinNR, _mm_mul_ps(d, _mm_set1_ps(-8.0f)));
-        } else {
-          std::memcpy(sc, gp, sizeof(float) * kLinNR);
-          std::memcpy(s.mins + b * kStrip + pp * kLinNR, gp + kLinNR * 4, sizeof(float) * kLinNR);
-        }
+        lin_int4_scales(gp, q40, sc, s.mins + b * kStrip + pp * kLinNR);
         const __m128i low = _mm_set1_epi8(15);
         for (int j = 0; j < kLinNR; ++j) {  // 16 bytes: elements 0-15 low nibbles, 16-31 high
           __m128i by = _mm_loadu_si128(reinterpret_cast<const __m128i *>(
