@@ -225,7 +225,13 @@ struct LinBuffer {
 // float32 panels ask 8 KiB ahead on AMD only: a 2-vCPU Zen 5 (the same 16 layers, one row, builds
 // alternating in 8 pairs of processes) ran them 1.04-1.05x faster with it on avx2 and avx512, one
 // thread and two, where the Xeon lost (above).
-constexpr int64_t kLinPrefetchQuant = 4096, kLinPrefetchBf16 = 8192, kLinPrefetchF32Amd = 8192;
+// AMD without AVX-512 (tune::g_amd_avx2_cpu; measured on a 2-vCPU Zen 3): 16-bit panels 2 KiB
+// ahead, float32 panels none. SmolLM2's 121 projections streamed from memory, one row, every
+// distance in one process, alternating, 30 passes each, against 8 KiB: float16 2 KiB 1.07x (two
+// threads) / 1.10x (one), bfloat16 1.08x / 1.12x, 4 KiB 1.02x, none 0.93-0.99x; float32 none
+// 1.10x / 1.12x, 2 KiB 1.01x / 0.99x.
+constexpr int64_t kLinPrefetchQuant = 4096, kLinPrefetchBf16 = 8192, kLinPrefetchF32Amd = 8192,
+                  kLinPrefetch16AmdAvx2 = 2048;
 
 // One panel (NR columns) for MR rows. xs[i] is row i padded to kp; sums[i] its int4 group sums.
 // float32, bf16 and float16 panels differ only in how a vector of weights is loaded.
@@ -259,20 +265,22 @@ void panel_dense(const float *const *xs, const uint8_t *panel, int64_t kp, float
 template <int MR>
 void panel_f32(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR],
                bool once) {
-  if (tune::g_intel_cpu) panel_dense<MR, float, 0>(xs, panel, kp, out, once);
+  if (tune::g_intel_cpu || tune::g_amd_avx2_cpu) panel_dense<MR, float, 0>(xs, panel, kp, out, once);
   else panel_dense<MR, float, kLinPrefetchF32Amd>(xs, panel, kp, out, once);
 }
 
 template <int MR>
 void panel_bf16(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR],
                 bool once) {
-  panel_dense<MR, uint16_t, kLinPrefetchBf16>(xs, panel, kp, out, once);
+  if (tune::g_amd_avx2_cpu) panel_dense<MR, uint16_t, kLinPrefetch16AmdAvx2>(xs, panel, kp, out, once);
+  else panel_dense<MR, uint16_t, kLinPrefetchBf16>(xs, panel, kp, out, once);
 }
 
 template <int MR>
 void panel_f16(const float *const *xs, const uint8_t *panel, int64_t kp, float (*out)[NR],
                bool once) {
-  panel_dense<MR, Half, kLinPrefetchBf16>(xs, panel, kp, out, once);
+  if (tune::g_amd_avx2_cpu) panel_dense<MR, Half, kLinPrefetch16AmdAvx2>(xs, panel, kp, out, once);
+  else panel_dense<MR, Half, kLinPrefetchBf16>(xs, panel, kp, out, once);
 }
 
 template <int MR>

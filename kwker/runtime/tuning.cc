@@ -20,6 +20,7 @@ const char *const kKnobNames[kKnobCount] = {
 // From the one CPUID reader the dispatch and the doctor use (a function-local static, so safe
 // to call during static initialisation).
 const bool g_intel_cpu = cpu_info().vendor == "GenuineIntel";
+const bool g_amd_avx2_cpu = cpu_info().vendor == "AuthenticAMD" && !cpu_info().avx512f;
 
 int64_t g_override[kKnobCount] = {};  // value + 1, so zero (static init) means "none"
 

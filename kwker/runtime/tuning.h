@@ -60,6 +60,9 @@ int knob_by_name(const char *name);  // -1 when unknown
 // Whether this is an Intel CPU: some knobs have a second set of defaults for Intel cores
 // (core/tuning-inl.h). Set once, before main, from CPUID.
 extern const bool g_intel_cpu;
+// AMD cores without AVX-512 (Zen 3 and before): the CPU backend's decode step streams float32
+// and 16-bit weight panels with other prefetch distances there (core/linear-inl.h).
+extern const bool g_amd_avx2_cpu;
 void set_override(int knob, int64_t value);
 
 }  // namespace tune
