@@ -31,13 +31,17 @@ const LinearTable &linear_table(int id) {
   }
 }
 
+// A mode the kernels know, and the Q4_0 flag only where it applies (on int4 / int4_a8).
+bool known_mode(int mode) { return mode >= 0 && lin_mode(mode) < kLinNumModes; }
+bool flag_fits(int mode) { return !lin_q40(mode) || lin_base(mode) == kLinInt4; }
+
 int check_shape(const char *fn, int mode, int64_t n, int64_t k, int64_t group) {
-  if (mode < 0 || lin_mode(mode) >= kLinNumModes)
+  if (!known_mode(mode))
     return set_error(KWKER_E_INVALID_ARGUMENT,
                      "%s: unknown mode %d (use KWKER_LINEAR_HIGH, _MEDIUM, _INT8, _INT4, "
                      "_HIGH_Q4, _HIGH_Q8, _INT8_A8, _INT4_A8 or _HIGH_F16; _INT4 and _INT4_A8 "
                      "may add the KWKER_LINEAR_Q4_0 flag)", fn, mode);
-  if (lin_q40(mode) && lin_base(mode) != kLinInt4)
+  if (!flag_fits(mode))
     return set_error(KWKER_E_INVALID_ARGUMENT,
                      "%s: the KWKER_LINEAR_Q4_0 flag goes with KWKER_LINEAR_INT4 or _INT4_A8 "
                      "(got mode %d, %s with the flag)", fn, mode, kModeNames[lin_mode(mode)]);
@@ -271,7 +275,7 @@ KWKER_API int kwker_linear(int mode, const float *x, int64_t m, int64_t k, const
 }
 
 KWKER_API const char *kwker_linear_kernel(int mode, int64_t m) {
-  if (mode < 0 || lin_mode(mode) >= kLinNumModes || (lin_q40(mode) && lin_base(mode) != kLinInt4)) {
+  if (!known_mode(mode) || !flag_fits(mode)) {
     set_error(KWKER_E_INVALID_ARGUMENT, "kwker_linear_kernel: unknown mode %d", mode);
     return nullptr;
   }

@@ -652,12 +652,12 @@ inline int run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   IJob jb;
   jb.q40 = lin_q40(mode);
   jb.hdr = lin_int4_header(jb.q40);
-  jb.panel_bytes = lin_panel_bytes(mode, lin_padded_k(mode, k, group), group);
+  jb.kp = lin_padded_k(mode, k, group);
+  jb.panel_bytes = lin_panel_bytes(mode, jb.kp, group);  // before the flag is stripped
   mode = lin_mode(mode);
   jb.mode = mode;
   jb.m = m;
   jb.n = n;
-  jb.kp = lin_padded_k(mode, k, group);
   jb.nb = jb.kp / kLinQ8Block;
   jb.group = group;
   jb.npanels = (n + NR - 1) / NR;
