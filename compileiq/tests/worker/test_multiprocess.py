@@ -191,8 +191,13 @@ def test_no_leftover_processes_after_close(worker, children, gone):
 
 
 def test_keyboard_interrupt_kills_the_workers(worker, children, gone):
+    # A real SIGINT to the main thread, where a terminal's Ctrl-C lands: it interrupts the parent's
+    # wait in epoll at once. _thread.interrupt_main only simulates one, which waits for that wait to
+    # end (the next heartbeat), and once in a full `make test` the run went on to the hung tasks.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, \
+        f"SIGINT's handler is {signal.getsignal(signal.SIGINT)!r}: an earlier test changed it"
     before = children()
-    timer = threading.Timer(0.8, _thread.interrupt_main)
+    timer = threading.Timer(0.8, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
     timer.start()
     with pytest.raises(KeyboardInterrupt):
         worker.run(function=objective, params_pool=["hang", "hang"], params_ids=[0, 1], num_workers=2)
