@@ -1,7 +1,6 @@
 """MultiProcessWorker with every failure mode produced for real: hangs, segfaults, os._exit,
 stopped processes, unpicklable objectives, slow start-up."""
 
-import _thread
 import ctypes
 import logging
 import os
