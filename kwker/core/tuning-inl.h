@@ -29,7 +29,7 @@ constexpr int64_t kIntelDefaults[][2] = {{tune::kSortFloatMin32, 0},
                                          {tune::kSortFloatPairMin64, 0}};
 #elif defined(__AVX2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    256, 128, 64, 384, 512, 208, 256, 112, 128, 128, 64, 64, 7, 7, 256, 200000, 60000, 11,
+    256, 128, 64, 384, 512, 208, 256, 112, 128, 128, 32, 64, 7, 7, 256, 200000, 60000, 11,
     9, 9, 256, 128, 176, 65};
 #elif defined(__SSE4_2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
