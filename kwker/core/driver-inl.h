@@ -783,15 +783,11 @@ void topk_row(const Codec c, const typename Codec::T *row, size_t cols, size_t k
     K ka = c.enc(row[a]), kb = c.enc(row[b]);
     return ka < kb || (ka == kb && a < b);
   };
-  // A row that fits the register network takes its whole stable argsort there, then the first
-  // k. For 32- and 64-bit keys that is every row up to the network's capacity, whatever the
-  // argsort knob says: the knob weighs the network against the Pack32 argsort, not against
-  // select_k, which ran rows of 33-64 float32 / int32 2.3-3.7x slower (avx2 engine, Zen 3,
-  // where the knob is 32). 16-bit rows keep the knob (as measured; below the capacity only on
-  // avx512).
-  const size_t short_max = sizeof(K) <= 2 ? short_argsort_limit<Codec>()
-                                          : short_argsort_capacity<Codec>();
-  if (cols <= short_max) {
+  // A row that fits the register network: its whole stable argsort there, then the first k.
+  // Up to the network's capacity, not the argsort knob: that knob weighs the network against
+  // the Pack32 argsort, while the alternative here is select_k (rows of 33-64 float32 / int32
+  // 2.3-3.7x slower than the network on the avx2 engine, Zen 3, whose knob is 32).
+  if (cols <= short_argsort_capacity<Codec>()) {
     int64_t order[short_argsort_capacity<Codec>()];
     argsort_short(c, row, cols, order);
     for (size_t j = 0; j < k; ++j) idx[j] = order[j];
