@@ -786,8 +786,10 @@ void topk_row(const Codec c, const typename Codec::T *row, size_t cols, size_t k
   // A row that fits the register network: its whole stable argsort there, then the first k.
   // Up to the network's capacity, not the argsort knob: that knob weighs the network against
   // the Pack32 argsort, while the alternative here is select_k (rows of 33-64 float32 / int32
-  // 2.3-3.7x slower than the network on the avx2 engine, Zen 3, whose knob is 32).
-  if (cols <= short_argsort_capacity<Codec>()) {
+  // 2.3-3.7x slower than the network on the avx2 engine, Zen 3, whose knob is 32). The limit
+  // (never above the capacity) is still tested first only for code placement: without that
+  // read, other rows' sorts in this translation unit ran 5-17% slower on that CPU (design.md).
+  if (cols <= short_argsort_limit<Codec>() || cols <= short_argsort_capacity<Codec>()) {
     int64_t order[short_argsort_capacity<Codec>()];
     argsort_short(c, row, cols, order);
     for (size_t j = 0; j < k; ++j) idx[j] = order[j];
