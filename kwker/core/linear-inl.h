@@ -22,6 +22,8 @@
 // Activations stay float32 (weight-only quantisation), except in int8 / int4 prompt rows
 // (core/linear_prompt.h: from kLinPromptRows rows, x quantised to int8 on every engine; AMX /
 // VNNI on the avx512 engine, core/linear_int-inl.h elsewhere, the same bits).
+#include <sched.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -498,7 +500,8 @@ struct PJob {
   int64_t m, mpad, n, k, kp, panel_bytes, npanels, ngroups;
   const float *x;   // the input rows, m x k
   float *xt;        // slabs of 16 rows: xt[(row / 16) * k * 16 + c * 16 + row % 16]
-  bool by_rows;     // tasks split the slabs (and transpose their own) rather than the columns
+  int nbands;       // row bands (one per thread, or 1: the threads then share the columns)
+  int64_t chunks, kc;  // K chunks (prompt_chunks) and their length
   float *part;      // K-chunk partial sums between chunks (mpad x npanels * NR), slab layout:
                     // part[((row / 16) * ncols + col) * 16 + row % 16]; null with one chunk
   const uint8_t *packed;
@@ -506,6 +509,8 @@ struct PJob {
   float *y;
   int ntasks;
   float *rebuilt;   // exact-block modes: ntasks buffers of kPromptNC x kp floats
+  int32_t *sync;    // prompt_task's per-band states and counters and per-group chunk counts
+  static constexpr int kLine = 16;  // int32s per cache line
 };
 
 #if defined(__AVX512F__)
@@ -707,6 +712,29 @@ inline void transpose16(const float *src, int64_t ld, float *dst) {
   static const int kCol[16] = {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15};
   for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + kCol[i] * 16, r[i]);
 }
+#elif defined(__AVX2__)
+// 8 x 8 floats: src rows of stride ld -> dst[c * 16 + r] (column c of the 8 rows as one vector,
+// 16 floats apart: half of a slab's column). Element by element, the transpose of x was 8-15%
+// of a 256 x 576 -> 192 prompt call on two threads (AMD Zen 3), where torch's sgemm packs its
+// operands with vector moves.
+inline void transpose8_half(const float *src, int64_t ld, float *dst) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ld);
+  for (int i = 0; i < 8; i += 2) {  // in each 128-bit lane: rows i, i + 1 interleaved
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int h = 0; h < 8; h += 4) {  // r[h + j]: rows h..h+3 of columns j (low lane), 4 + j (high)
+    r[h + 0] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+    r[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+    r[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+    r[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    _mm256_storeu_ps(dst + j * 16, _mm256_permute2f128_ps(r[j], r[4 + j], 0x20));
+    _mm256_storeu_ps(dst + (4 + j) * 16, _mm256_permute2f128_ps(r[j], r[4 + j], 0x31));
+  }
+}
 #endif
 
 // Slab s of x (rows 16 s .. 16 s + 15) into jb.xt, so a block streams its x front to back;
@@ -719,6 +747,12 @@ inline void transpose_slab(const PJob &jb, int64_t s) {
 #if defined(__AVX512F__)
   if (r0 + kLinLanes <= m)
     for (; c0 + 16 <= k; c0 += 16) transpose16(x + r0 * k + c0, k, slab + c0 * kLinLanes);
+#elif defined(__AVX2__)
+  if (r0 + kLinLanes <= m)
+    for (; c0 + 8 <= k; c0 += 8) {
+      transpose8_half(x + r0 * k + c0, k, slab + c0 * kLinLanes);
+      transpose8_half(x + (r0 + 8) * k + c0, k, slab + c0 * kLinLanes + 8);
+    }
 #endif
   for (; c0 < k; c0 += 16) {
     const int64_t c1 = c0 + 16 < k ? c0 + 16 : k;
@@ -770,95 +804,121 @@ void rebuild_panels_16(const PJob &jb, int64_t p0, int64_t p1, int64_t kb, int64
 // and float16 "high" storages and "medium".
 inline bool prompt_rebuilds(int mode) { return lin_rebuilds(mode) || mode == kLinBF16; }
 
-// Slabs [s0, s1) by column groups [g0, g1). AVX-512: blocks of 3 slabs, the last 1-4 slabs as
-// 2 + 2, 2 or 1 (a block of RV slabs keeps RV x 8 accumulators; 2 x 8 runs nearer 3 x 8's speed
-// than 1 x 8, whose 8 chains barely cover the FMA latency); AVX2: one slab at a time.
-// rebuilt: the exact-block and float16 modes' buffer for one column group's float32 panels (else
-// null).
+// Slabs [s0, s1) by column group g over k in [kb, ke). AVX-512: blocks of 3 slabs, the last 1-4
+// slabs as 2 + 2, 2 or 1 (a block of RV slabs keeps RV x 8 accumulators; 2 x 8 runs nearer 3 x
+// 8's speed than 1 x 8, whose 8 chains barely cover the FMA latency); AVX2: one slab at a time.
+// rebuilt: the exact-block, float16 and bf16 modes' buffer for one column group's float32 panels
+// (else null).
 template <class W>
-void prompt_rows(const PJob &jb, int64_t s0, int64_t s1, int64_t g0, int64_t g1,
-                 float *rebuilt = nullptr) {
+void prompt_unit(const PJob &jb, int64_t s0, int64_t s1, int64_t kb, int64_t ke, int64_t g,
+                 float *rebuilt) {
   constexpr int PG = kPromptNC / NR;  // panels per column group
-  const int64_t chunks = prompt_chunks(jb.k);
-  const int64_t kc = lin_round_up((jb.k + chunks - 1) / chunks, kLinLanes);
-  for (int64_t kb = 0; kb < jb.k; kb += kc) {
-    const int64_t ke = kb + kc < jb.k ? kb + kc : jb.k;
-    for (int64_t g = g0; g < g1; ++g) {
-      const int64_t p0 = g * PG;
-      const bool full = p0 + PG <= jb.npanels;
-      const uint8_t *base = jb.packed + p0 * jb.panel_bytes;
-      int64_t pstride = jb.panel_bytes;
-      if (rebuilt) {  // once per group and K chunk, for every slab of this task
-        const int64_t p1 = full ? p0 + PG : jb.npanels;
-        if (jb.mode == kLinF32Q4) rebuild_panels<kLinF32Q4>(jb, p0, p1, kb, ke, rebuilt);
-        else if (jb.mode == kLinF32Q8) rebuild_panels<kLinF32Q8>(jb, p0, p1, kb, ke, rebuilt);
-        else if (jb.mode == kLinF32F16) rebuild_panels_16<true>(jb, p0, p1, kb, ke, rebuilt);
-        else rebuild_panels_16<false>(jb, p0, p1, kb, ke, rebuilt);
-        base = reinterpret_cast<const uint8_t *>(rebuilt);
-        pstride = NR * jb.kp * int64_t(sizeof(float));
-      }
-      // The group's first block asks for the next group's weights (kPromptNC / NR panels on)
-      // into L2: in a model's prefill they come from memory, and each task (split by rows)
-      // streams all of them; SmolLM2's gate / up calls went from 2.0 to 1.7 ms with it. (Not
-      // from a rebuilt buffer: the next group is not there.)
-      const int64_t pf =
-          !rebuilt && g + 1 < g1 && p0 + 2 * PG <= jb.npanels ? PG * jb.panel_bytes : 0;
-      auto block = [&](auto rv, int64_t r0, int64_t f) {  // rv: std::integral_constant
-        constexpr int R = decltype(rv)::value;
-        if (!full) {
-          prompt_block<R, NR, W>(jb, r0, p0, kb, ke, base, pstride);
-        } else if constexpr (kPromptNB == kPromptNC) {
-          prompt_block<R, kPromptNC, W>(jb, r0, p0, kb, ke, base, pstride, f);
-        } else {
-          prompt_block<R, kPromptNB, W>(jb, r0, p0, kb, ke, base, pstride, f);
-          prompt_block<R, kPromptNB, W, kPromptNB>(jb, r0, p0, kb, ke, base, pstride, f);
-        }
-      };
-      for (int64_t s = s0; s < s1;) {
-        const int64_t left = s1 - s, r0 = s * kLinLanes, f = s == s0 ? pf : 0;
-        int rv = 1;
-        if constexpr (kPromptRV >= 3) {
-          rv = left >= 5 || left == 3 ? 3 : left >= 2 ? 2 : 1;
-          if (rv == 3) block(std::integral_constant<int, 3>(), r0, f);
-          if (rv == 2) block(std::integral_constant<int, 2>(), r0, f);
-        }
-        if (rv == 1) block(std::integral_constant<int, 1>(), r0, f);
-        s += rv;
-      }
-      if (!full)  // the last group's remaining panels, one at a time
-        for (int64_t p = p0 + 1; p < jb.npanels; ++p)
-          for (int64_t s = s0; s < s1; ++s)
-            prompt_block<1, NR, W>(jb, s * kLinLanes, p, kb, ke, base + (p - p0) * pstride, pstride);
+  const int64_t p0 = g * PG;
+  const bool full = p0 + PG <= jb.npanels;
+  const uint8_t *base = jb.packed + p0 * jb.panel_bytes;
+  int64_t pstride = jb.panel_bytes;
+  if (rebuilt) {  // once per group and K chunk, for every slab of the band
+    const int64_t p1 = full ? p0 + PG : jb.npanels;
+    if (jb.mode == kLinF32Q4) rebuild_panels<kLinF32Q4>(jb, p0, p1, kb, ke, rebuilt);
+    else if (jb.mode == kLinF32Q8) rebuild_panels<kLinF32Q8>(jb, p0, p1, kb, ke, rebuilt);
+    else if (jb.mode == kLinF32F16) rebuild_panels_16<true>(jb, p0, p1, kb, ke, rebuilt);
+    else rebuild_panels_16<false>(jb, p0, p1, kb, ke, rebuilt);
+    base = reinterpret_cast<const uint8_t *>(rebuilt);
+    pstride = NR * jb.kp * int64_t(sizeof(float));
+  }
+  // The group's first block asks for the next group's weights (kPromptNC / NR panels on) into
+  // L2: in a model's prefill they come from memory, and each band streams all of them;
+  // SmolLM2's gate / up calls went from 2.0 to 1.7 ms with it. (Not from a rebuilt buffer: the
+  // next group is not there.)
+  const int64_t pf = !rebuilt && p0 + 2 * PG <= jb.npanels ? PG * jb.panel_bytes : 0;
+  auto block = [&](auto rv, int64_t r0, int64_t f) {  // rv: std::integral_constant
+    constexpr int R = decltype(rv)::value;
+    if (!full) {
+      prompt_block<R, NR, W>(jb, r0, p0, kb, ke, base, pstride);
+    } else if constexpr (kPromptNB == kPromptNC) {
+      prompt_block<R, kPromptNC, W>(jb, r0, p0, kb, ke, base, pstride, f);
+    } else {
+      prompt_block<R, kPromptNB, W>(jb, r0, p0, kb, ke, base, pstride, f);
+      prompt_block<R, kPromptNB, W, kPromptNB>(jb, r0, p0, kb, ke, base, pstride, f);
+    }
+  };
+  for (int64_t s = s0; s < s1;) {
+    const int64_t left = s1 - s, r0 = s * kLinLanes, f = s == s0 ? pf : 0;
+    int rv = 1;
+    if constexpr (kPromptRV >= 3) {
+      rv = left >= 5 || left == 3 ? 3 : left >= 2 ? 2 : 1;
+      if (rv == 3) block(std::integral_constant<int, 3>(), r0, f);
+      if (rv == 2) block(std::integral_constant<int, 2>(), r0, f);
+    }
+    if (rv == 1) block(std::integral_constant<int, 1>(), r0, f);
+    s += rv;
+  }
+  if (!full)  // the last group's remaining panels, one at a time
+    for (int64_t p = p0 + 1; p < jb.npanels; ++p)
+      for (int64_t s = s0; s < s1; ++s)
+        prompt_block<1, NR, W>(jb, s * kLinLanes, p, kb, ke, base + (p - p0) * pstride, pstride);
+}
+
+// Waits until *flag reaches want (acquire). Only ever waits on a thread that is inside a unit
+// (transposing a band, or finishing the K chunk before), so the wait ends when that thread runs;
+// past a short spin it yields, which hands the CPU to that thread when both share one.
+inline void prompt_wait(const int32_t *flag, int32_t want) {
+  for (int spin = 0; __atomic_load_n(flag, __ATOMIC_ACQUIRE) < want; ++spin) {
+    if (spin < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      sched_yield();
     }
   }
 }
 
-// Split by rows where every task gets at least 2 slabs: each task transposes its own slabs (no
-// serial transpose before the tasks start, and each core reads its x from its own L2) and
-// computes every column for them. Fewer rows: split by column groups, x transposed beforehand.
-template <class W>
-void prompt_task_w(const PJob &jb, int task, float *rebuilt = nullptr) {
-  const int64_t nslabs = jb.mpad / kLinLanes;
-  if (jb.by_rows) {
-    const int64_t s0 = nslabs * task / jb.ntasks, s1 = nslabs * (task + 1) / jb.ntasks;
+// Band b's slabs transposed into jb.xt, once, by whichever thread first takes one of its units.
+inline void prompt_band_transposed(const PJob &jb, int b, int64_t s0, int64_t s1) {
+  int32_t *state = jb.sync + PJob::kLine * b;  // 0 untouched, 1 being transposed, 2 done
+  if (__atomic_load_n(state, __ATOMIC_ACQUIRE) == 2) return;
+  int32_t expect = 0;
+  if (__atomic_compare_exchange_n(state, &expect, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     for (int64_t s = s0; s < s1; ++s) transpose_slab(jb, s);
-    prompt_rows<W>(jb, s0, s1, 0, jb.ngroups, rebuilt);
-  } else {
-    prompt_rows<W>(jb, 0, nslabs, jb.ngroups * task / jb.ntasks, jb.ngroups * (task + 1) / jb.ntasks,
-                   rebuilt);
+    __atomic_store_n(state, 2, __ATOMIC_RELEASE);
+    return;
   }
+  prompt_wait(state, 2);
 }
 
+// Work handed out as threads come free, keeping each band's x in one core's L2 when every thread
+// runs. With at least 2 slabs per thread the rows split into one band per thread (each band's x
+// transposed by the first thread to reach it, so no serial transpose before the tasks start);
+// with fewer rows there is one band, transposed beforehand, and the threads share its columns.
+// A band's units are (K chunk, column group) in that order, taken from the band's counter; a
+// thread takes its own band's units first, then those left in the other bands. A fixed band per
+// thread left the whole call waiting for a preempted thread: beside a busy process, or on a
+// 2-vCPU VM whose other vCPU ran at half speed, two threads ran a 256 x 576 -> 1,536 call no
+// faster than one (AMD Zen 3; int8's prompt kernels split their strips this way already).
+// A unit of K chunk c > 0 waits for the same group's chunk c - 1, whose partial sums it goes on
+// from (jb.part); taken in order, that chunk was begun before, so the wait is at most its end.
 void prompt_task(void *ctx, int task) {
   const PJob &jb = *static_cast<const PJob *>(ctx);
-  if (jb.mode == kLinF32) {
-    prompt_task_w<float>(jb, task);
-  } else {  // rebuilt panels (prompt_rebuilds): one column group's float32 panels per task (8 x K floats, in L1/L2)
-    float *buf = jb.rebuilt + int64_t(task) * kPromptNC * jb.kp;
-    prompt_task_w<float>(jb, task, buf);
+  float *rebuilt = jb.rebuilt ? jb.rebuilt + int64_t(task) * kPromptNC * jb.kp : nullptr;
+  const int64_t nslabs = jb.mpad / kLinLanes, units = jb.chunks * jb.ngroups;
+  for (int i = 0; i < jb.nbands; ++i) {
+    const int b = (task + i) % jb.nbands;
+    const int64_t s0 = nslabs * b / jb.nbands, s1 = nslabs * (b + 1) / jb.nbands;
+    int64_t *next = reinterpret_cast<int64_t *>(jb.sync + PJob::kLine * (jb.nbands + b));
+    for (;;) {
+      const int64_t u = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+      if (u >= units) break;
+      const int64_t c = u / jb.ngroups, g = u % jb.ngroups;
+      if (jb.nbands > 1) prompt_band_transposed(jb, b, s0, s1);
+      int32_t *done = jb.sync + PJob::kLine * 2 * jb.nbands + b * jb.ngroups + g;
+      if (c > 0) prompt_wait(done, int32_t(c));
+      const int64_t kb = c * jb.kc, ke = kb + jb.kc < jb.k ? kb + jb.kc : jb.k;
+      prompt_unit<float>(jb, s0, s1, kb, ke, g, rebuilt);
+      __atomic_store_n(done, int32_t(c + 1), __ATOMIC_RELEASE);
+    }
   }
 }
-
 
 int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, const void *packed,
                int64_t n, int64_t group, const float *bias, float *y) {
@@ -886,14 +946,24 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   const int64_t nslabs = jb.mpad / kLinLanes;
   jb.ntasks = lin_threads(ctx.threads, work_panel_bytes(mode, jb.kp, group) * jb.npanels * (m / 8),
                           nslabs > jb.ngroups ? nslabs : jb.ngroups);
-  jb.by_rows = nslabs >= 2 * jb.ntasks;
+  jb.nbands = nslabs >= 2 * jb.ntasks ? jb.ntasks : 1;
+  jb.chunks = prompt_chunks(k);
+  jb.kc = lin_round_up((k + jb.chunks - 1) / jb.chunks, kLinLanes);
   LinBuffer rebuilt_buf(prompt_rebuilds(mode) ? int64_t(jb.ntasks) * kPromptNC * jb.kp : 0);
   jb.rebuilt = prompt_rebuilds(mode) ? rebuilt_buf.ptr : nullptr;
   if (prompt_rebuilds(mode) && !jb.rebuilt) return -1;
-  if (!jb.by_rows)
+  // Per band, on lines of their own: its transpose state, then its unit counter; then a
+  // finished-chunk count per band and group.
+  const size_t sync_ints = size_t(PJob::kLine * 2 * jb.nbands + jb.nbands * jb.ngroups);
+  int32_t *sync = static_cast<int32_t *>(std::aligned_alloc(64, lin_round_up(sync_ints * 4, 64)));
+  if (!sync) return -1;
+  std::memset(sync, 0, sync_ints * 4);
+  jb.sync = sync;
+  if (jb.nbands == 1)
     for (int64_t s = 0; s < nslabs; ++s) transpose_slab(jb, s);
   ctx.used_threads = jb.ntasks;
-  rt::run_parallel(jb.ntasks, prompt_task, &jb);
+  rt::run_parallel_shared(jb.ntasks, jb.ntasks, prompt_task, &jb);
+  std::free(sync);
   return 0;
 }
 

@@ -567,6 +567,48 @@ int late_runner(int ntasks, void (*fn)(void *, int), void *ctx) {
   return 1;
 }
 
+// Prompt rows in bands (256 rows, two threads, K in two chunks) with the second thread 3 ms late:
+// the caller transposes and computes the late thread's band too (all of it, or the units left
+// when that thread arrives, which then waits for the K chunk before where the caller is in it),
+// and the results are the one-thread call's, bit for bit, in "high" and from float16 bits.
+void test_prompt_late_thread() {
+  g_where = "prompt rows, a late thread";
+  const int64_t m = 256, k = 1600;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t n : {int64_t(100), int64_t(600)}) {
+    std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k)),
+        y1(static_cast<size_t>(m * n)), y2(static_cast<size_t>(m * n));
+    for (auto &v : w) v = u(rng);
+    for (auto &v : x) v = u(rng);
+    std::vector<uint16_t> h(w.size());
+    for (size_t i = 0; i < w.size(); ++i) {  // float16 weights, so both modes hold them exactly
+      const _Float16 f = _Float16(w[i]);
+      std::memcpy(&h[i], &f, 2);
+      w[i] = float(f);
+    }
+    for (int mode : {KWKER_LINEAR_HIGH, KWKER_LINEAR_HIGH_F16}) {
+      const std::string where = std::string(mode == KWKER_LINEAR_HIGH ? "high" : "high_f16") +
+                                " n=" + std::to_string(n);
+      std::vector<uint8_t> packed(static_cast<size_t>(kwker_linear_packed_size(mode, n, k, 32)));
+      const void *values = mode == KWKER_LINEAR_HIGH ? static_cast<const void *>(w.data())
+                                                     : static_cast<const void *>(h.data());
+      check(kwker_linear_pack(mode, n, k, 32, values, nullptr, nullptr, packed.data()) == KWKER_OK,
+            "pack " + where);
+      check(kwker_linear(mode, x.data(), m, k, packed.data(), n, 32, nullptr, y1.data(), 1) ==
+                KWKER_OK, "one thread " + where);
+      kwker_set_thread_runner(late_runner);
+      g_runner_calls = 0;
+      check(kwker_linear(mode, x.data(), m, k, packed.data(), n, 32, nullptr, y2.data(), 2) ==
+                KWKER_OK, "late thread " + where);
+      kwker_set_thread_runner(nullptr);
+      check(g_runner_calls == 1, "the late runner ran the call " + where);
+      check(std::memcmp(y1.data(), y2.data(), y1.size() * 4) == 0,
+            "same bits with a late thread " + where);
+    }
+  }
+}
+
 // Shared calls (kwker_run_tasks, linear decode calls): the caller takes the tasks a late thread
 // leaves, and once waiting for late threads takes over a fifth of 20 ms of such calls, the next
 // calls leave the runner (for the pool) for a spell (20 ms of their time the first time, ending at the
@@ -665,6 +707,7 @@ void run_linear_tests() {
   test_errors();
   test_run_tasks();
   test_thread_runner();
+  test_prompt_late_thread();  // before test_late_threads, which waits out any spell it starts
   test_late_threads();
   test_held_worker_moves_to_the_caller();
   for (int mode = 0; mode < 4; ++mode) {
