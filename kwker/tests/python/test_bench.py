@@ -218,6 +218,7 @@ def test_contention_section_measures_each_phase_in_pairs():
     assert len(res["calls"]) == 2 and all(c["kwker"] > 0 for c in res["calls"]), res
     assert "threads=1" in res["desc"]["kwker-1"]
     assert contention.chosen(["contention/stack-int8"]) == ["stack-int8"]
+    assert contention.chosen(["contention/prompt"]) == ["prompt-high"]
     assert "wake" in contention.chosen(["contention"])
     md = contention.intro({"table": [{"workload": "stack-int8", "load": "pair",
                                       "kwker_alone_s": 0.002, "kwker_s": 0.003,
@@ -244,6 +245,22 @@ def test_contention_decode_workload_generates_torchs_tokens():
         out = [fn() for _, _, fn in calls]
     assert out[0].shape == (1, 5 + contention.DECODE_TOKENS)
     assert torch.equal(out[0], out[1]) and torch.equal(out[2], out[1]), out
+
+
+def test_contention_prompt_workload_computes_torchs_stack():
+    """The prompt workload of section 15: Kwker "high" on the default threads and at threads=1
+    give the same bits on a prompt of PROMPT_ROWS rows (one chain per output whoever runs which
+    unit), and match torch's float32 stack to float32 rounding."""
+    torch = pytest.importorskip("torch")
+    from kwker.bench import contention
+    calls = contention._callables("prompt-high", torch)
+    assert [name for name, _, _ in calls] == ["kwker", "competitor", "kwker-1"]
+    assert f"{contention.PROMPT_ROWS} rows" in calls[0][1]
+    with torch.no_grad():
+        out = [fn() for _, _, fn in calls]
+    assert out[0].shape == (contention.PROMPT_ROWS, 1024)
+    assert torch.equal(out[0], out[2])
+    torch.testing.assert_close(out[0], out[1], rtol=1e-4, atol=1e-4)
 
 
 def test_contention_child_failure_is_reported():

@@ -20,7 +20,9 @@ row per load checks Kwker's default threads against its own one-thread run under
 
 Workloads: a float32 sort of 10,000,000 keys (kwker.sort vs torch.sort), a stack of 16 linear
 layers (hidden 1024, FFN 2816, batch 1) in each CPU-backend mode against torch eager (float32 for
-"high", "int8" and "int4"; bfloat16 for "medium"), and SmolLM2-135M-Instruct's decode
+"high", "int8" and "int4"; bfloat16 for "medium"), the same stack on a prompt of PROMPT_ROWS
+rows in "high" ("prompt-high": the float prompt kernels, against torch's float32 GEMM, which
+uses both threads too), and SmolLM2-135M-Instruct's decode
 ("decode-smollm2": generate() of DECODE_TOKENS greedy tokens after a 5-token prompt, Kwker "high"
 with its fused decode step against torch eager float32, the model of section 14). In one
 process, two more: "mixed", the stack with every second layer left to torch (torch's OpenMP
@@ -43,7 +45,7 @@ SECTION = "15"
 SLOT_S = 0.25
 # Workloads whose competitor's call takes longer get longer slots (torch.sort of 1e7 float32 takes
 # about 1.3 s on 2 vCPUs): a call that straddles a slot's end is dropped, so a slot must hold a few.
-SLOTS = {"sort1e7": 4.0, "decode-smollm2": 3.0}
+SLOTS = {"sort1e7": 4.0, "decode-smollm2": 3.0, "prompt-high": 1.0}
 MEASURE_S = 3.0
 SLOWDOWN_FACTOR = 1.25     # Kwker's slow-down at most this times the competitor's
 NO_SLOWER = 0.97
@@ -54,7 +56,9 @@ WAKE_TARGET = 1.25
 WAKE_INFO = ("linear",)
 MODES = ("high", "medium", "int8", "int4")
 DECODE_TOKENS = 4
-WORKLOADS = ("sort1e7",) + tuple(f"stack-{m}" for m in MODES) + ("decode-smollm2",)
+PROMPT_ROWS = 128
+WORKLOADS = (("sort1e7",) + tuple(f"stack-{m}" for m in MODES) + ("prompt-high",)
+             + ("decode-smollm2",))
 LOADS = ("busy", "pair")
 
 
@@ -108,6 +112,16 @@ def _callables(workload, torch):
                 ("competitor", "torch eager float32", gen(model)),
                 ("kwker-1", f"kwker.cpu_backend.optimize(smollm2, 'high', threads=1){what}",
                  gen(one))]
+    if workload == "prompt-high":
+        model = _stack(torch)
+        fast = cb.optimize(model, "high")
+        one = cb.optimize(model, "high", threads=1)
+        xp = torch.randn(PROMPT_ROWS, 1024)
+        what = f" on {PROMPT_ROWS} rows"
+        return [("kwker", f"kwker.cpu_backend.optimize(stack, 'high'){what}", lambda: fast(xp)),
+                ("competitor", f"torch eager float32{what}", lambda: model(xp)),
+                ("kwker-1", f"kwker.cpu_backend.optimize(stack, 'high', threads=1){what}",
+                 lambda: one(xp))]
     mode = workload.split("-", 1)[1]
     model = _stack(torch)
     ref = copy.deepcopy(model).to(torch.bfloat16) if mode == "medium" else model
