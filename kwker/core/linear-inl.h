@@ -936,7 +936,9 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   if (!xt_buf.ptr) return -1;
   jb.x = x;
   jb.xt = xt_buf.ptr;
-  const bool chunked = prompt_chunks(k) > 1;
+  jb.chunks = prompt_chunks(k);
+  jb.kc = lin_round_up((k + jb.chunks - 1) / jb.chunks, kLinLanes);
+  const bool chunked = jb.chunks > 1;
   LinBuffer part_buf(chunked ? jb.mpad * jb.npanels * NR : 0);
   jb.part = chunked ? part_buf.ptr : nullptr;
   if (chunked && !jb.part) return -1;
@@ -947,8 +949,6 @@ int prompt_run(CallCtx &ctx, int mode, const float *x, int64_t m, int64_t k, con
   jb.ntasks = lin_threads(ctx.threads, work_panel_bytes(mode, jb.kp, group) * jb.npanels * (m / 8),
                           nslabs > jb.ngroups ? nslabs : jb.ngroups);
   jb.nbands = nslabs >= 2 * jb.ntasks ? jb.ntasks : 1;
-  jb.chunks = prompt_chunks(k);
-  jb.kc = lin_round_up((k + jb.chunks - 1) / jb.chunks, kLinLanes);
   LinBuffer rebuilt_buf(prompt_rebuilds(mode) ? int64_t(jb.ntasks) * kPromptNC * jb.kp : 0);
   jb.rebuilt = prompt_rebuilds(mode) ? rebuilt_buf.ptr : nullptr;
   if (prompt_rebuilds(mode) && !jb.rebuilt) return -1;
