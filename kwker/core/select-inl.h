@@ -192,6 +192,42 @@ void topk_row_select(CallCtx &ctx, int parts, const Codec c, const typename Code
   topk_row(c, row, cols, k, sorted, vals, idx, work);
 }
 
+// Position `rank` of the stable order of row[0..n), through packed words in work[0..n) and the
+// vector selection (word_at): its index. 64-bit keys take the argsort's Pack64 words; with key
+// bits dropped, the words tying on the prefix of the one found are then ordered by full key.
+template <class Codec>
+int64_t kth_by_words(const Codec c, const typename Codec::T *row, size_t n, size_t rank,
+                     int64_t *work) {
+  if constexpr (sizeof(typename Codec::K) <= 4) {
+    for (size_t i = 0; i < n; ++i) work[i] = pack32(c.enc(row[i]), i);
+    return word_at(work, n, rank) & int64_t(0xFFFFFFFF);
+  } else {
+    const Pack64 p = pack64_words(c, row, n, work);
+    const int64_t w = word_at(work, n, rank);
+    const int64_t mask = p.index_mask();
+    if (!p.drop) return w & mask;
+    // Ties on the prefix to the front; the others below w come before the whole group. A
+    // counting pass first (it vectorises): w is most often alone in its group.
+    const uint64_t tie = uint64_t(1) << p.B;
+    size_t ties = 0;
+    for (size_t i = 0; i < n; ++i) ties += uint64_t(work[i] ^ w) < tie;
+    if (ties == 1) return w & mask;
+    size_t below = 0, e = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t x = work[i];
+      if (uint64_t(x ^ w) < tie) {
+        work[i] = work[e];
+        work[e++] = x;
+      } else {
+        below += x < w;
+      }
+    }
+    intro_sort(work, e, LessNatural());  // index order, as sort_dropped_run expects
+    sort_dropped_run(c, row, work, e, mask);
+    return work[rank - below] & mask;
+  }
+}
+
 // Position `rank` of the stable order of one row: its index (the value is row[index]).
 template <class Codec>
 int64_t kth_row(CallCtx &ctx, int parts, const Codec c, const typename Codec::T *row,
@@ -217,11 +253,7 @@ int64_t kth_row(CallCtx &ctx, int parts, const Codec c, const typename Codec::T 
       return cand_index<Codec>(best);
     }
   }
-  for (size_t i = 0; i < cols; ++i) work[i] = cand_word(c, row, i);
-  select_k(work, cols, rank + 1, less);
-  int64_t best = work[0];
-  for (size_t j = 1; j <= rank; ++j) best = less(best, work[j]) ? work[j] : best;
-  return cand_index<Codec>(best);
+  return kth_by_words(c, row, cols, rank, work);
 }
 
 // Without scratch: a binary search over the key space for the smallest key t with more than

@@ -210,6 +210,53 @@ void test_select() {
   }
 }
 
+// 64-bit keys whose packed words drop key bits (the row holds the type's extremes, so the
+// key range and the index need more than 64 bits) and whose other keys differ only in those
+// bits: groups of keys tie on their prefix while their full keys differ, and a group straddles
+// the top-k boundary and the k-th position. Rows below the threshold path's 2,048 columns, so
+// the full path's packed selection (smallest_sorted / word_at) and its tie fix-up decide.
+void test_select_dropped_bits() {
+  for (int dtype : {KWKER_INT64, KWKER_FLOAT64, KWKER_UINT64}) {
+    for (int64_t cols : {int64_t(65), int64_t(300), int64_t(1000), int64_t(2047)}) {
+      const int64_t rows = 3;
+      std::vector<uint8_t> data(size_t(rows * cols * 8));
+      uint64_t state = 0x9E3779B97F4A7C15ull * uint64_t(cols + dtype);
+      auto next = [&state] {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+      };
+      for (int64_t i = 0; i < rows * cols; ++i) {
+        const uint64_t group = next() % 3, low = next() % 4;
+        uint64_t bits;
+        if (dtype == KWKER_FLOAT64) {
+          double base = group == 0 ? 1.0 : group == 1 ? -1.5 : 2.0;
+          std::memcpy(&bits, &base, 8);
+          bits += low;  // a few ulps apart
+        } else {
+          bits = (group << 40) + low;
+        }
+        std::memcpy(data.data() + i * 8, &bits, 8);
+      }
+      for (int64_t r = 0; r < rows; ++r) {  // the extremes, at places of their own per row
+        uint64_t lo = dtype == KWKER_INT64 ? 0x8000000000000000ull : 0, hi = ~lo;
+        if (dtype == KWKER_INT64) hi = 0x7FFFFFFFFFFFFFFFull;
+        if (dtype == KWKER_FLOAT64) {
+          const double a = -1.7976931348623157e308, b = 1.7976931348623157e308;
+          std::memcpy(&lo, &a, 8);
+          std::memcpy(&hi, &b, 8);
+        }
+        std::memcpy(data.data() + (r * cols + int64_t(next() % uint64_t(cols))) * 8, &lo, 8);
+        std::memcpy(data.data() + (r * cols + int64_t(next() % uint64_t(cols))) * 8, &hi, 8);
+      }
+      for (unsigned flags : {0u, unsigned(KWKER_NAN_LARGEST | KWKER_DESCENDING)})
+        for (int threads : {1, 2})
+          check_select(dtype, data, rows, cols, flags, "dropped bits", threads);
+    }
+  }
+}
+
 void test_pairs_errors() {
   g_where = "pairs errors";
   float x[4] = {3, 1, 2, 0};
@@ -239,5 +286,6 @@ void run_pairs_tests() {
   test_pairs_rows();
   test_pairs_modes();
   test_select();
+  test_select_dropped_bits();
   kwker_set_isa(nullptr);
 }

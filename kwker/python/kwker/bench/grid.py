@@ -3,7 +3,9 @@
 These are the shapes users meet first (a matrix of short rows, one small array per call,
 many short groups) and the shapes the troubleshooting page tells them to batch into.
 Targets: never slower than NumPy in any cell; in the axis=1 grid, at least 2x for sort and 4x
-for the stable argsort wherever a row has 16 or more elements.
+for the stable argsort wherever a row has 16 or more elements. Top-k of rows (kwker.topk, sorted
+values and indices) against what a NumPy user writes for it: np.argpartition, then the k taken
+and sorted.
 """
 import numpy as np
 
@@ -14,6 +16,7 @@ from .cases import Case, Competitor, Setup, rng_for, uniform
 ROW_LENGTHS = (2, 4, 8, 16, 32, 64, 100, 256, 1000)
 SMALL_SIZES = (8, 16, 64, 256, 1000)
 DTYPES = ("float32", "int32", "float64", "int64", "int16")
+TOPK_ROWS = ((100, 5), (100, 12), (1000, 5), (1000, 125))  # (row length, k)
 
 def _row_target(op, length):
     if length < 16:
@@ -37,6 +40,26 @@ def _rows_case(op, dtype, length):
     return Case(cid, "10", dtype, f"kwker.{op}(m, axis=1)",
                 [Competitor("np", np_desc, _row_target(op, length))], setup,
                 n=lambda s: max(1, s.grid // length) * length,
+                shape=lambda s: f"{max(1, s.grid // length)}x{length}")
+
+
+def _topk_case(dtype, length, k):
+    cid = f"grid/topk/{dtype}/rows{length}/k{k}"
+
+    def setup(sizes, mods):
+        rows = max(1, sizes.grid // length)
+        m = uniform(rng_for(cid), dtype, rows * length).reshape(rows, length)
+
+        def np_topk():
+            i = np.argpartition(m, length - k, axis=1)[:, length - k:]
+            v = np.take_along_axis(m, i, axis=1)
+            o = np.argsort(v, axis=1)[:, ::-1]
+            return np.take_along_axis(v, o, axis=1), np.take_along_axis(i, o, axis=1)
+        return Setup(kwker=lambda: kwker.topk(m, k, axis=1), competitors={"np": np_topk})
+    np_desc = ("np.argpartition(m, L - k, axis=1), the k values taken and sorted descending "
+               "(np.take_along_axis, np.argsort)")
+    return Case(cid, "10", dtype, f"kwker.topk(m, {k}, axis=1)", [Competitor("np", np_desc, 1.0)],
+                setup, n=lambda s: max(1, s.grid // length) * length,
                 shape=lambda s: f"{max(1, s.grid // length)}x{length}")
 
 
@@ -107,6 +130,7 @@ def _segments_case(dtype, with_indices):
 def grid_cases():
     cases = [_rows_case(op, dt, length)
              for dt in DTYPES for op in ("sort", "argsort") for length in ROW_LENGTHS]
+    cases += [_topk_case(dt, length, k) for dt in DTYPES for length, k in TOPK_ROWS]
     cases += [_small_case(op, dt, n) for dt in DTYPES for op in ("sort", "argsort")
               for n in SMALL_SIZES]
     cases += [_segments_case(dt, ind) for dt in ("float32", "float64") for ind in (False, True)]

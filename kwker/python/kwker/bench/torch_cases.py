@@ -229,6 +229,15 @@ def cases():
                  lambda torch, t: lambda: torch.topk(t, 100), 5.0),
         _op_case("torch.topk50/rows", "torch.topk(t, 50, dim=-1)", "float32", _vocab,
                  lambda torch, t: lambda: torch.topk(t, 50, dim=-1), 2.0),
+        # Rows of 1,000 (class scores, per-row candidates): never slower than torch's kernels.
+        *[_op_case(f"torch.topk10/rows1000/{dt}", "torch.topk(t, 10, dim=1)", dt,
+                   lambda s: (max(1, s.rows // 10), s.cols),
+                   lambda torch, t: lambda: torch.topk(t, 10, dim=1), 1.0)
+          for dt in ("float32", "float64", "int64")],
+        *[_op_case(f"torch.kthvalue/rows1000/{dt}", "torch.kthvalue(t, 100, dim=1)", dt,
+                   lambda s: (max(1, s.rows // 10), s.cols),
+                   lambda torch, t: lambda: torch.kthvalue(t, min(100, t.shape[1]), dim=1), 1.0)
+          for dt in ("float32", "float64", "int64")],
         _op_case("torch.sort/dim1", "torch.sort(t, dim=1)", "float32",
                  lambda s: (s.rows, s.cols), lambda torch, t: lambda: torch.sort(t, dim=1), 8.0,
                  slow=True),
