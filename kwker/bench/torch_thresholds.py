@@ -3,6 +3,7 @@
 
     python kwker/bench/torch_thresholds.py                 # both implementations, print
     python kwker/bench/torch_thresholds.py --write         # also rewrite thresholds.json
+    python kwker/bench/torch_thresholds.py --ops topk,kthvalue --write   # those ops only
 
 For each implementation (the Python-registered and the compiled operators), op and dtype it
 times the call users make (torch.sort(x), torch.topk(x, 10), torch.kthvalue(x, n // 2 + 1),
@@ -89,14 +90,14 @@ def _dtypes(op):
     return list(_kernels.CODES)
 
 
-def measure(kind, log):
-    """{op: {dtype name: threshold}} for implementation kind."""
+def measure(kind, log, wanted=None):
+    """{op: {dtype name: threshold}} for implementation kind (the ops in wanted, default all)."""
     zero = {op: [0] * _thresholds.KWKER_DTYPE_COUNT for op in ops.OPS}
     real_table = _thresholds.table
     _thresholds.table = lambda k, wanted: {op: zero[op] for op in wanted}
     out = {}
     try:
-        for op in ops.OPS:
+        for op in wanted or ops.OPS:
             out[op] = {}
             for dtype in _dtypes(op):
                 faster = []
@@ -129,7 +130,13 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--write", action="store_true", help="rewrite torch_ops/thresholds.json")
     p.add_argument("--kinds", default="python,compiled")
+    p.add_argument("--ops", default=",".join(ops.OPS),
+                   help="ops to measure (the others keep their thresholds.json entries)")
     args = p.parse_args(argv)
+    wanted = [o for o in args.ops.split(",") if o]
+    unknown = [o for o in wanted if o not in ops.OPS]
+    if unknown:
+        p.error(f"--ops: unknown op(s) {', '.join(unknown)}; choose from {', '.join(ops.OPS)}")
     torch.set_num_threads(1)
     os.environ.setdefault("KWKER_CACHE_DIR", tempfile.mkdtemp(prefix="kwker-thresholds-"))
     result = _thresholds.load()
@@ -137,7 +144,8 @@ def main(argv=None):
         if kind == "compiled" and not extension.availability()[0]:
             print(f"skipping compiled: {extension.availability()[1]}", file=sys.stderr)
             continue
-        result[kind] = measure(kind, lambda s: print(s, file=sys.stderr, flush=True))
+        measured = measure(kind, lambda s: print(s, file=sys.stderr, flush=True), wanted)
+        result[kind] = {**result.get(kind, {}), **measured}
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     print(text)
     if args.write:
