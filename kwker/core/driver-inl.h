@@ -1050,11 +1050,13 @@ bool try_argsort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T
       argsort_rows_lanes<Codec, 2>(ctx, c, src, size_t(segs.count), out);
       return true;
     }
-    if constexpr (W >= 8) {
+    if constexpr (W >= 4) {
       if (segs.row_len == 4) {
         argsort_rows_lanes<Codec, 4>(ctx, c, src, size_t(segs.count), out);
         return true;
       }
+    }
+    if constexpr (W >= 8) {
       if (segs.row_len == 8) {
         argsort_rows_lanes<Codec, 8>(ctx, c, src, size_t(segs.count), out);
         return true;
