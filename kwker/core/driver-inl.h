@@ -775,39 +775,38 @@ void for_segments(CallCtx &ctx, const Segments &segs, Body body) {
   parallel_tasks(ctx, T, task);
 }
 
-// The k smallest of the distinct words a[0..n) into a[0..k), sorted (the rest of a in any
-// order). The quicksort's vector partition around sampled pivots narrows the range holding
-// position k until it is a leaf's size, then the words below that range and the range itself are
-// sorted. Replaced a scalar quickselect (select_k), whose compares mispredict half the time:
-// rows of 1,000 keys took 2-3.5x NumPy's argpartition (design.md).
-template <class W> void smallest_sorted(W *a, size_t n, size_t k) {
+// The range [lo, hi) of the distinct words a[0..n) (reordered) that holds position r of their
+// sorted order, every word of [0, lo) below it and every word of [hi, n) above: the quicksort's
+// vector partition around sampled pivots, until the range is a leaf's size (or its pivot was
+// its largest word). Replaced a scalar quickselect (select_k), whose compares mispredict half
+// the time: rows of 1,000 keys took 2-3.5x NumPy's argpartition (design.md).
+template <class W> void narrow_to(W *a, size_t n, size_t r, size_t &lo, size_t &hi) {
   using S = vq::Ops<W>;
   constexpr size_t kLeaf = S::W * S::kMaxVecs;
-  size_t lo = 0, hi = n;  // [0, lo): the lo smallest words; position k lies in [lo, hi)
+  lo = 0;
+  hi = n;
   while (hi - lo > 2 * kLeaf) {
     const W p = vq::choose_pivot<S>(a + lo, hi - lo);
     const size_t m = lo + vq::partition<S>(a + lo, hi - lo, p);  // a[lo, m) <= p < a[m, hi)
-    if (m == hi) break;  // the pivot was the largest word: sort what is left
-    if (m >= k) hi = m;
-    else lo = m;
-  }
-  seq_sort_keys(a, lo);
-  seq_sort_keys(a + lo, hi - lo);
-}
-
-// Position r of the sorted order of the distinct words a[0..n) (a reordered): the same
-// narrowing as smallest_sorted, then only the range holding r is sorted.
-template <class W> W word_at(W *a, size_t n, size_t r) {
-  using S = vq::Ops<W>;
-  constexpr size_t kLeaf = S::W * S::kMaxVecs;
-  size_t lo = 0, hi = n;  // position r lies in [lo, hi)
-  while (hi - lo > 2 * kLeaf) {
-    const W p = vq::choose_pivot<S>(a + lo, hi - lo);
-    const size_t m = lo + vq::partition<S>(a + lo, hi - lo, p);
     if (m == hi) break;
     if (m > r) hi = m;
     else lo = m;
   }
+}
+
+// The k smallest of the distinct words a[0..n) into a[0..k), sorted (the rest in any order).
+template <class W> void smallest_sorted(W *a, size_t n, size_t k) {
+  if (k == 0) return;
+  size_t lo, hi;
+  narrow_to(a, n, k - 1, lo, hi);
+  seq_sort_keys(a, lo);
+  seq_sort_keys(a + lo, hi - lo);
+}
+
+// Position r of the sorted order of the distinct words a[0..n) (a reordered).
+template <class W> W word_at(W *a, size_t n, size_t r) {
+  size_t lo, hi;
+  narrow_to(a, n, r, lo, hi);
   seq_sort_keys(a + lo, hi - lo);
   return a[r];
 }
@@ -878,8 +877,7 @@ void topk_row(const Codec c, const typename Codec::T *row, size_t cols, size_t k
     argsort_short(c, row, cols, order);
     for (size_t j = 0; j < k; ++j) idx[j] = order[j];
   } else if (work && sizeof(K) <= 4) {
-    for (size_t i = 0; i < cols; ++i)
-      work[i] = int64_t((uint64_t(int64_t(c.enc(row[i]))) << 32) | uint64_t(i));
+    for (size_t i = 0; i < cols; ++i) work[i] = pack32(c.enc(row[i]), i);
     smallest_sorted(work, cols, k);
     for (size_t j = 0; j < k; ++j) idx[j] = work[j] & int64_t(0xFFFFFFFF);
   } else if (work) {

@@ -33,14 +33,6 @@ constexpr size_t kSelectRatio = 8;
 constexpr size_t kSelectSamples = 4096;
 constexpr size_t kSelectBlock = 64;
 
-// Word of candidate i: (key << 32 | i) for keys up to 32 bits; the index alone for 64-bit keys
-// (compared through the row).
-template <class Codec> inline int64_t cand_word(const Codec c, const typename Codec::T *row,
-                                               size_t i) {
-  if constexpr (sizeof(typename Codec::K) <= 4) return pack32(c.enc(row[i]), i);
-  else return int64_t(i);
-}
-
 template <class Codec> struct CandLess {
   Codec c;
   const typename Codec::T *row;
