@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "core/engine_ns-inl.h"
@@ -503,6 +504,151 @@ size_t argsort_rows_packed_in_lanes(const Codec c, const typename Codec::T *src,
     typename S::V v = (typename S::V)((VK)((VU)k << 32) | rel);  // shifted as unsigned: no UB
     sort_lane_groups<S, G>(&v);
     S::store(reinterpret_cast<int64_t *>(out + r * G), (typename S::V)((VK)v & int64_t(G - 1)));
+  }
+  return r;
+}
+
+
+// ---- rows whose length is not a power of two, padded in registers ----
+//
+// A row of N keys sorts in a group of G lanes (G the next power of two): a shuffle spreads the
+// rows read from the input over their groups and fills the G - N lanes past each row's end with
+// a padding key that sorts after every key (the largest key; in the argsorts its index, the
+// largest in the group, settles ties with a key equal to it), so the first N lanes of each
+// sorted group are the row in order and a second shuffle packs them back together. One W-lane
+// load and store per register, reaching past the last row it holds: the loops stop while a
+// register's W lanes still lie inside the rows given (the caller's tail takes the rest), so a
+// thread never writes outside its own rows, and the lanes a sort stores past its rows are the
+// values it read there. Float64 rows of 3 took the per-row argsort before: 1.2x NumPy's.
+
+template <size_t N> constexpr size_t padded_group() {
+  size_t g = 1;
+  while (g < N) g *= 2;
+  return g;
+}
+
+// Lane l takes row l / G's key l % G, or lane W of the second operand (the padding) past the
+// row's end.
+template <class M, size_t W, size_t N, size_t G> KWKER_VQ_INLINE M spread_lanes() {
+  M m;
+  for (size_t l = 0; l < W; ++l)
+    m[l] = typename std::remove_reference<decltype(m[0])>::type(l % G < N ? l / G * N + l % G : W);
+  return m;
+}
+
+// Lane j takes sorted lane (j / N) * G + j % N while j covers the register's rows, then lane j
+// of the second operand.
+template <class M, size_t W, size_t N, size_t G> KWKER_VQ_INLINE M pack_lanes() {
+  M m;
+  for (size_t j = 0; j < W; ++j)
+    m[j] = typename std::remove_reference<decltype(m[0])>::type(
+        j < W / G * N ? j / N * G + j % N : W + j);
+  return m;
+}
+
+// Sorted copy of rows rows of N keys, W / G rows per register (see above). Returns the rows done;
+// it stops early at a register holding a NaN, as sort_rows_in_lanes does.
+template <class Codec, size_t N>
+size_t sort_rows_padded_in_lanes(const Codec c, const typename Codec::T *src,
+                                 typename Codec::T *dst, size_t rows) {
+  using S = vq::Ops<typename Codec::K>;
+  using L = Lanes<S>;
+  using VK = typename L::VK;
+  using VU = typename L::VU;
+  using Key = typename S::Key;
+  constexpr size_t G = padded_group<N>(), W = S::W, R = W / G;
+  static_assert(N < G && G <= W, "padded rows fill one register");
+  const Key *s = reinterpret_cast<const Key *>(src);
+  Key *d = reinterpret_cast<Key *>(dst);
+  const size_t last = rows * N;
+  size_t r = 0;
+#if defined(__AVX512F__) || defined(__AVX2__)
+  if constexpr (Codec::kNanPayload && float_ops_for<typename Codec::T>()) {
+    if (c.flip == 0 && floats_as_floats<Codec>(G < 9 ? 9 : G)) {  // as in sort_rows_in_lanes
+      using F = typename std::conditional<sizeof(Key) == 4, float, double>::type;
+      using FS = vq::FOps<F>;
+      using FV = typename FS::V;
+      const F *fs = reinterpret_cast<const F *>(src);
+      F *fd = reinterpret_cast<F *>(dst);
+      const VK spread = spread_lanes<VK, W, N, G>(), pack = pack_lanes<VK, W, N, G>();
+      FV pad;
+      for (size_t l = 0; l < W; ++l) pad[l] = __builtin_inf();
+      for (; r * N + W <= last && floats_plain(src + r * N, R * N); r += R) {
+        const FV v = FS::load(fs + r * N);
+        FV k = __builtin_shuffle(v, pad, spread);
+        sort_lane_groups<FS, G>(&k);
+        FS::store(fd + r * N, __builtin_shuffle(k, v, pack));
+      }
+      return r;
+    }
+  }
+#endif
+  const VK spread = spread_lanes<VK, W, N, G>(), pack = pack_lanes<VK, W, N, G>();
+  const VK pad = VK{} + std::numeric_limits<Key>::max();
+  for (; r * N + W <= last; r += R) {
+    const VK raw = (VK)S::load(s + r * N);
+    VK k = c.template enc_v<VK, VU>((VU)raw);
+    if constexpr (Codec::kNanPayload) {
+      // A NaN lane decodes to the canonical NaN: let the caller's scalar path keep its bits.
+      const VK nan = (VK)(k == c.nan_key);
+      bool any = false;
+      for (size_t l = 0; l < R * N; ++l) any |= nan[l] != 0;
+      if (any) break;
+    }
+    typename S::V v = (typename S::V)__builtin_shuffle(k, pad, spread);
+    sort_lane_groups<S, G>(&v);
+    const VK out = (VK)c.template dec_v<VK, VU>((VK)v);
+    S::store(d + r * N, (typename S::V)__builtin_shuffle(out, raw, pack));
+  }
+  return r;
+}
+
+// Stable argsort of rows rows of N keys in 64-bit lanes (see above): 64-bit keys beside a
+// register of indices, as argsort_rows_in_lanes; narrower keys packed with their index, as
+// argsort_rows_packed_in_lanes. Returns the rows done.
+template <class Codec, size_t N>
+size_t argsort_rows_padded_in_lanes(const Codec c, const typename Codec::T *src, size_t rows,
+                                    int64_t *out) {
+  using S = vq::Ops<int64_t>;
+  using L = Lanes<S>;
+  using VK = typename L::VK;
+  using VU = typename L::VU;
+  using K = typename Codec::K;
+  constexpr size_t G = padded_group<N>(), W = S::W, R = W / G;
+  static_assert(N < G && G <= W, "padded rows fill one register");
+  const VK rel = L::iota() & int64_t(G - 1);
+  const VK pack = pack_lanes<VK, W, N, G>();
+  const size_t last = rows * N;
+  size_t r = 0;
+  if constexpr (sizeof(K) == 8) {
+    using KS = vq::Ops<K>;
+    using KL = Lanes<KS>;
+    using KK = typename KL::VK;
+    using KU = typename KL::VU;
+    const KK spread = spread_lanes<KK, W, N, G>(), pad = KK{} + std::numeric_limits<K>::max();
+    const K *s = reinterpret_cast<const K *>(src);
+    for (; r * N + W <= last; r += R) {
+      KK k = c.template enc_v<KK, KU>((KU)KS::load(s + r * N));
+      k = __builtin_shuffle(k, pad, spread);
+      KK i = (KK)rel;
+      pair_lane_groups<KL, G>(k, i);
+      S::store(reinterpret_cast<int64_t *>(out + r * N), (typename S::V)__builtin_shuffle((VK)i, (VK)i, pack));
+    }
+  } else {
+    using UK = typename std::make_unsigned<K>::type;
+    typedef K NK __attribute__((vector_size(W * sizeof(K))));
+    typedef UK NU __attribute__((vector_size(W * sizeof(K))));
+    const NK spread = spread_lanes<NK, W, N, G>(), pad = NK{} + std::numeric_limits<K>::max();
+    for (; r * N + W <= last; r += R) {
+      NU raw;
+      std::memcpy(&raw, src + r * N, sizeof raw);
+      const NK k = __builtin_shuffle(c.template enc_v<NK, NU>(raw), pad, spread);
+      const VK wide = __builtin_convertvector(k, VK);
+      typename S::V v = (typename S::V)((VK)((VU)wide << 32) | rel);  // shifted as unsigned
+      sort_lane_groups<S, G>(&v);
+      const VK i = (VK)v & int64_t(G - 1);
+      S::store(reinterpret_cast<int64_t *>(out + r * N), (typename S::V)__builtin_shuffle(i, i, pack));
+    }
   }
   return r;
 }

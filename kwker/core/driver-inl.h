@@ -970,7 +970,74 @@ void sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   parallel_tasks(ctx, parts, task);
 }
 
-// Whether rows of row_len keys went through sort_rows_lanes.
+// Rows of N keys, N not a power of two, padded to G lanes in registers (coded-inl.h), split over
+// the threads like sort_rows_lanes.
+template <class Codec, size_t N>
+void sort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src,
+                      typename Codec::T *dst, size_t rows) {
+  const int parts = want_parallel(ctx, rows * N) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  auto task = [&](int t) {
+    size_t r = chunk_begin(rows, parts, t);
+    const size_t end = chunk_begin(rows, parts, t + 1);
+    constexpr size_t R = vq::Ops<typename Codec::K>::W / padded_group<N>();
+    while (r < end) {
+      r += sort_rows_padded_in_lanes<Codec, N>(c, src + r * N, dst + r * N, end - r);
+      const size_t stop = r + R < end ? r + R : end;  // a register left at a NaN, or the tail
+      for (; r < stop; ++r) sort_short(c, src + r * N, dst + r * N, N);
+    }
+  };
+  parallel_tasks(ctx, parts, task);
+}
+
+// The same for the stable argsort.
+template <class Codec, size_t N>
+void argsort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t rows,
+                         int64_t *out) {
+  const int parts = want_parallel(ctx, rows * N) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  auto task = [&](int t) {
+    size_t r = chunk_begin(rows, parts, t);
+    const size_t end = chunk_begin(rows, parts, t + 1);
+    r += argsort_rows_padded_in_lanes<Codec, N>(c, src + r * N, end - r, out + r * N);
+    for (; r < end; ++r) argsort_short(c, src + r * N, N, out + r * N);
+  };
+  parallel_tasks(ctx, parts, task);
+}
+
+// Rows of 3, 5, 6 and 7 keys (kPaddedMax: 7) go padded wherever a register holds a padded row
+// of them: W lanes of keys for the sort (Lanes W), W 64-bit lanes for the argsort.
+constexpr size_t kPaddedMax = 7;
+
+template <class Codec, size_t N = 3>
+bool try_sort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src,
+                          typename Codec::T *dst, size_t row_len, size_t rows) {
+  if constexpr (N <= kPaddedMax) {
+    if constexpr (padded_group<N>() != N && padded_group<N>() <= vq::Ops<typename Codec::K>::W) {
+      if (row_len == N) {
+        sort_rows_padded<Codec, N>(ctx, c, src, dst, rows);
+        return true;
+      }
+    }
+    return try_sort_rows_padded<Codec, N + 1>(ctx, c, src, dst, row_len, rows);
+  }
+  return false;
+}
+
+template <class Codec, size_t N = 3>
+bool try_argsort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src,
+                             size_t row_len, size_t rows, int64_t *out) {
+  if constexpr (N <= kPaddedMax) {
+    if constexpr (padded_group<N>() != N && padded_group<N>() <= vq::Ops<int64_t>::W) {
+      if (row_len == N) {
+        argsort_rows_padded<Codec, N>(ctx, c, src, rows, out);
+        return true;
+      }
+    }
+    return try_argsort_rows_padded<Codec, N + 1>(ctx, c, src, row_len, rows, out);
+  }
+  return false;
+}
+
+// Whether rows of row_len keys went through sort_rows_lanes or sort_rows_padded.
 template <class Codec>
 bool try_sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                          typename Codec::T *dst, const Segments &segs) {
@@ -987,7 +1054,7 @@ bool try_sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *s
         case 4: sort_rows_lanes<Codec, 4>(ctx, c, src, dst, rows); return true;
         case 8: sort_rows_lanes<Codec, 8>(ctx, c, src, dst, rows); return true;
         case 16: sort_rows_lanes<Codec, 16>(ctx, c, src, dst, rows); return true;
-        default: return false;
+        default: return try_sort_rows_padded(ctx, c, src, dst, size_t(segs.row_len), rows);
       }
     }
     return false;
@@ -1060,6 +1127,7 @@ bool try_argsort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T
         return true;
       }
     }
+    return try_argsort_rows_padded(ctx, c, src, size_t(segs.row_len), size_t(segs.count), out);
   }
   return false;
 }

@@ -1,6 +1,6 @@
 // Short inputs and packed argsort keys against the scalar reference, on every engine this CPU
 // runs: every dtype, row lengths 0-130 through every row entry point (rows of 2, 4 and 8 take
-// the multi-row registers), ties, NaNs with payloads, +-0.0, descending and nans_first; every
+// the multi-row registers, rows of 3 and 5-7 padded ones, also split over two threads), ties, NaNs with payloads, +-0.0, descending and nans_first; every
 // tuning knob's boundary +-1, with the knob at its default and with the other path forced; and
 // 64-bit keys whose packed prefixes tie (dropped key bits), from tiny rows to the parallel sort.
 #include <immintrin.h>
@@ -42,6 +42,9 @@ struct RowRef {
 
 // Every row entry point on the current engine: sorted copy, in place, argsort, and the same rows
 // as explicit segments (the ragged path), values and absolute indices.
+// Keys in a row call that splits over threads (core/engine.h's kParallelMinElements is 100,000).
+constexpr int64_t kParallelRows = 120000;
+
 void check_rows_now(int dtype, const std::vector<uint8_t> &data, int64_t rows, int64_t cols,
                     unsigned flags, const RowRef &want, int threads) {
   const int w = dtype_size(dtype);
@@ -132,6 +135,28 @@ void test_row_lengths() {
             g_where = std::string(e) + " " + label(dtype, dist, rows * cols, flags) +
                       " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols);
             check_rows_now(dtype, data, rows, cols, flags, want, 0);
+          }
+        }
+}
+
+// Rows of 3, 5, 6 and 7 keys (padded to 4 or 8 lanes in registers, whose loads and stores reach
+// past the rows they hold) in calls large enough to split over two threads: a thread's last
+// rows, the split between threads and the tail of the matrix take the per-row path, and no
+// store may reach into the next thread's rows. An odd row count, so the split is uneven.
+void test_padded_rows_threads() {
+  for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype)
+    for (int64_t cols : {3, 5, 6, 7})
+      for (int dist : {int(kwker::ref::kSpecials), int(kwker::ref::kFewDistinct)})
+        for (unsigned flags = 0; flags < 4; ++flags) {
+          const int64_t rows = kParallelRows / cols | 1;
+          std::vector<uint8_t> data = kwker::ref::generate(dtype, dist, rows * cols, 7 + cols);
+          RowRef want(dtype, data, rows, cols, flags);
+          for (const char *e : g_engines) {
+            kwker_set_isa(e);
+            g_where = std::string(e) + " " + label(dtype, dist, rows * cols, flags) +
+                      " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) +
+                      " threads=2";
+            check_rows_now(dtype, data, rows, cols, flags, want, 2);
           }
         }
 }
@@ -654,6 +679,7 @@ void run_short_tests() {
   test_int_presorted_floats();
   test_few_distinct();
   test_row_lengths();
+  test_padded_rows_threads();
   test_ragged();
   test_knob_boundaries();
   test_packed64();

@@ -13,7 +13,7 @@ import kwker
 
 from .cases import Case, Competitor, Setup, rng_for, uniform
 
-ROW_LENGTHS = (2, 4, 8, 16, 32, 64, 100, 256, 1000)
+ROW_LENGTHS = (2, 3, 4, 7, 8, 16, 32, 64, 100, 256, 1000)
 SMALL_SIZES = (8, 16, 64, 256, 1000)
 DTYPES = ("float32", "int32", "float64", "int64", "int16")
 TOPK_ROWS = ((100, 5), (100, 12), (1000, 5), (1000, 125))  # (row length, k)
