@@ -903,7 +903,7 @@ void topk_row(const Codec c, const typename Codec::T *row, size_t cols, size_t k
     }
     heap_sort(idx, k, less_idx);
   }
-  if (!sorted) intro_sort(idx, k, LessNatural());
+  if (!sorted) seq_sort_keys(idx, k);  // distinct indices: the vector sort
   for (size_t j = 0; j < k; ++j) vals[j] = row[idx[j]];
 }
 

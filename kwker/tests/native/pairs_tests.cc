@@ -174,6 +174,21 @@ void check_select(int dtype, const std::vector<uint8_t> &data, int64_t rows, int
                std::memcmp(tv.data() + (r * k + j) * w,
                            data.data() + (r * cols + got[r * k + j]) * w, size_t(w)) == 0;
       check(ok, "topk k=" + std::to_string(k));
+      // sorted = 0: the same k, in index order.
+      Guarded uv(size_t(rows * k * w)), ui(size_t(rows * k * 8));
+      rc = kwker_topk_rows(dtype, data.data(), rows, cols, k, flags, 0, uv.data(),
+                           reinterpret_cast<int64_t *>(ui.data()), threads);
+      ok = rc == KWKER_OK && uv.intact() && ui.intact();
+      const int64_t *ug = reinterpret_cast<const int64_t *>(ui.data());
+      for (int64_t r = 0; r < rows && ok; ++r) {
+        std::vector<int64_t> want(order.begin() + r * cols, order.begin() + r * cols + k);
+        std::sort(want.begin(), want.end());
+        for (int64_t j = 0; j < k && ok; ++j)
+          ok = ug[r * k + j] == want[size_t(j)] &&
+               std::memcmp(uv.data() + (r * k + j) * w,
+                           data.data() + (r * cols + ug[r * k + j]) * w, size_t(w)) == 0;
+      }
+      check(ok, "topk unsorted k=" + std::to_string(k));
       Guarded kv(size_t(rows * w)), ki(size_t(rows * 8));
       rc = kwker_kth_rows(dtype, data.data(), rows, cols, k - 1, flags, kv.data(),
                           reinterpret_cast<int64_t *>(ki.data()), threads);
@@ -213,11 +228,13 @@ void test_select() {
 // 64-bit keys whose packed words drop key bits (the row holds the type's extremes, so the
 // key range and the index need more than 64 bits) and whose other keys differ only in those
 // bits: groups of keys tie on their prefix while their full keys differ, and a group straddles
-// the top-k boundary and the k-th position. Rows below the threshold path's 2,048 columns, so
-// the full path's packed selection (smallest_sorted / word_at) and its tie fix-up decide.
+// the top-k boundary and the k-th position. Rows below the threshold path's 2,048 columns take
+// the full path's packed selection (smallest_sorted / word_at) and its tie fix-up; rows of
+// 5,000 with k up to cols / 8 the threshold path, whose candidates (an extreme among them)
+// become Pack64 words over their own key range, dropping bits too.
 void test_select_dropped_bits() {
   for (int dtype : {KWKER_INT64, KWKER_FLOAT64, KWKER_UINT64}) {
-    for (int64_t cols : {int64_t(65), int64_t(300), int64_t(1000), int64_t(2047)}) {
+    for (int64_t cols : {int64_t(65), int64_t(300), int64_t(1000), int64_t(2047), int64_t(5000)}) {
       const int64_t rows = 3;
       std::vector<uint8_t> data(size_t(rows * cols * 8));
       uint64_t state = 0x9E3779B97F4A7C15ull * uint64_t(cols + dtype);

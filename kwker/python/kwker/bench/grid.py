@@ -16,7 +16,7 @@ from .cases import Case, Competitor, Setup, rng_for, uniform
 ROW_LENGTHS = (2, 3, 4, 7, 8, 16, 32, 64, 100, 256, 1000)
 SMALL_SIZES = (8, 16, 64, 256, 1000)
 DTYPES = ("float32", "int32", "float64", "int64", "int16")
-TOPK_ROWS = ((100, 5), (100, 12), (1000, 5), (1000, 125))  # (row length, k)
+TOPK_ROWS = ((100, 5), (100, 12), (1000, 5), (1000, 125), (10000, 100), (10000, 1250))  # (L, k)
 
 def _row_target(op, length):
     if length < 16:

@@ -234,6 +234,11 @@ def cases():
                    lambda s: (max(1, s.rows // 10), s.cols),
                    lambda torch, t: lambda: torch.topk(t, 10, dim=1), 1.0)
           for dt in ("float32", "float64", "int64")],
+        # A large k (a tenth of a 1-D tensor): the candidates' selection and sort dominate.
+        *[_op_case(f"torch.topk/k-tenth/{dt}", "torch.topk(t, n // 10)", dt,
+                   lambda s: (s.n // 10,),
+                   lambda torch, t: lambda: torch.topk(t, t.numel() // 10), 1.0)
+          for dt in ("float32", "float64", "int64")],
         *[_op_case(f"torch.kthvalue/rows1000/{dt}", "torch.kthvalue(t, 100, dim=1)", dt,
                    lambda s: (max(1, s.rows // 10), s.cols),
                    lambda torch, t: lambda: torch.kthvalue(t, min(100, t.shape[1]), dim=1), 1.0)
