@@ -81,7 +81,10 @@ DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int
 def test_every_entry_point_equals_torch_stable(torch_ops, no_thresholds, kind):
     refs = {}
     cases = [(dt, shape, d) for dt in DTYPES for shape, d in
-             (((3000,), 0), ((40, 70), 1), ((40, 70), 0), ((5, 6, 7), 1))]
+             (((3000,), 0), ((40, 70), 1), ((40, 70), 0), ((5, 6, 7), 1),
+              # a dim before the last of a larger tensor: columns gathered in blocks (the last
+              # one partial) and split over threads, or the transposing path for 1-byte types
+              ((300, 130), 0), ((4, 50, 90), 1))]
     for dt, shape, d in cases:
         x = _mixed(dt, shape, seed=len(refs))
         refs[(dt, shape, d)] = (x, _stable_sort(x, d), _stable_sort(x, d, True),
@@ -295,6 +298,24 @@ def test_below_the_threshold_torch_runs_and_above_kwker(torch_ops, kind):
         assert _kwker_calls() == 0
     torch.sort(torch.randn(max(thr, 1)))
     assert _kwker_calls() == 1
+
+
+def test_narrow_columns_select_on_torch_and_sort_on_kwker(torch_ops):
+    """Along dim 0 of a large contiguous tensor whose rows are narrow (under 256 bytes), the
+    compiled top-k and k-th value leave the call to torch's kernel (Kwker would transpose the
+    whole tensor first) while the sort stays Kwker's; wider rows stay on Kwker for all three."""
+    _install(torch_ops, "compiled")
+    narrow, wide = torch.randn(100000, 10), torch.randn(2000, 300)
+    for x, select_on_kwker in ((narrow, False), (wide, True)):
+        for call in (lambda: torch.topk(x, 5, dim=0), lambda: torch.kthvalue(x, 7, dim=0)):
+            kwker.reset_counters()
+            v, i = call()
+            assert (_kwker_calls() > 0) == select_on_kwker, x.shape
+            assert torch.equal(x.gather(0, i.reshape(-1, x.shape[1])).reshape(v.shape), v)
+        kwker.reset_counters()
+        v, i = torch.sort(x, dim=0)
+        assert _kwker_calls() > 0
+        assert torch.equal(v, torch.sort(x, dim=0, stable=True)[0]) and torch.equal(x.gather(0, i), v)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -234,6 +234,15 @@ def cases():
                    lambda s: (max(1, s.rows // 10), s.cols),
                    lambda torch, t: lambda: torch.topk(t, 10, dim=1), 1.0)
           for dt in ("float32", "float64", "int64")],
+        # Along dim 0 of a contiguous matrix: columns gathered in blocks (torch.msort is this).
+        *[_op_case(f"torch.sort/dim0/{dt}", "torch.sort(t, dim=0)", dt,
+                   lambda s: (10, max(1, s.n // 100)),
+                   lambda torch, t: lambda: torch.sort(t, dim=0), 1.0)
+          for dt in ("float32", "int64")],
+        *[_op_case(f"torch.topk5/dim0/{dt}", "torch.topk(t, 5, dim=0)", dt,
+                   lambda s: (max(1, s.rows // 10), s.cols),
+                   lambda torch, t: lambda: torch.topk(t, 5, dim=0), 1.0)
+          for dt in ("float32", "int64")],
         # A large k (a tenth of a 1-D tensor): the candidates' selection and sort dominate.
         *[_op_case(f"torch.topk/k-tenth/{dt}", "torch.topk(t, n // 10)", dt,
                    lambda s: (s.n // 10,),
