@@ -240,7 +240,7 @@ def cases():
                    lambda torch, t: lambda: torch.sort(t, dim=0), 1.0)
           for dt in ("float32", "int64")],
         *[_op_case(f"torch.topk5/dim0/{dt}", "torch.topk(t, 5, dim=0)", dt,
-                   lambda s: (max(1, s.rows // 10), s.cols),
+                   lambda s: (max(5, s.rows // 10), s.cols),
                    lambda torch, t: lambda: torch.topk(t, 5, dim=0), 1.0)
           for dt in ("float32", "int64")],
         # A large k (a tenth of a 1-D tensor): the candidates' selection and sort dominate.
