@@ -653,5 +653,75 @@ size_t argsort_rows_padded_in_lanes(const Codec c, const typename Codec::T *src,
   return r;
 }
 
+// Stable argsort of rows of N keys, W < N <= 2 W (64-bit lanes: rows of 5-8 on AVX2, 3-4 on
+// SSE4.2, 9-16 on AVX-512), one row in two registers, the lanes past the row's end padded as
+// above. 64-bit keys: (key, index) pairs, each register sorted by the lane stages, then the
+// bitonic merge across the two (lane l against lane W - 1 - l of the other, then each half's
+// merge layers); narrower keys: packed words through the two-register key network. Before,
+// these rows took the per-row short argsort (float64 rows of 5: at torch's speed). Returns the
+// rows done; a row's second load and store reach past it, as the padded rows' do.
+template <class Codec, size_t N>
+size_t argsort_rows_two_in_lanes(const Codec c, const typename Codec::T *src, size_t rows,
+                                 int64_t *out) {
+  using S = vq::Ops<int64_t>;
+  using L = Lanes<S>;
+  using VK = typename L::VK;
+  using VU = typename L::VU;
+  using K = typename Codec::K;
+  constexpr size_t W = S::W;
+  static_assert(W < N && N <= 2 * W, "a row in two registers");
+  const VK lane = L::iota();
+  const VK real = lane < int64_t(N - W);  // the second register's lanes inside the row
+  const size_t last = rows * N;
+  size_t r = 0;
+  if constexpr (sizeof(K) == 8) {
+    using KS = vq::Ops<K>;
+    using KL = Lanes<KS>;
+    using KK = typename KL::VK;
+    using KU = typename KL::VU;
+    const KK pad = KK{} + std::numeric_limits<K>::max(), in = (KK)real;
+    const KK rev = KK{} + K(W - 1) - (KK)lane;
+    const K *s = reinterpret_cast<const K *>(src);
+    for (; r * N + 2 * W <= last; ++r) {
+      KK k0 = c.template enc_v<KK, KU>((KU)KS::load(s + r * N));
+      KK k1 = c.template enc_v<KK, KU>((KU)KS::load(s + r * N + W));
+      k1 = (k1 & in) | (pad & ~in);
+      KK i0 = (KK)lane, i1 = (KK)lane + K(W);
+      pair_lane_groups<KL, W>(k0, i0);
+      pair_lane_groups<KL, W>(k1, i1);
+      const KK rk = __builtin_shuffle(k1, rev), ri = __builtin_shuffle(i1, rev);
+      const KK up = (rk > k0) | ((rk == k0) & (ri > i0));  // the reversed lane is the larger
+      KK lk = (up & k0) | (~up & rk), li = (up & i0) | (~up & ri);
+      KK hk = (up & rk) | (~up & k0), hi = (up & ri) | (~up & i0);
+      pair_merge_layers<KL, unsigned(W / 2)>(lk, li);
+      pair_merge_layers<KL, unsigned(W / 2)>(hk, hi);
+      S::store(reinterpret_cast<int64_t *>(out + r * N), (typename S::V)(VK)li);
+      S::store(reinterpret_cast<int64_t *>(out + r * N + W), (typename S::V)(VK)hi);
+    }
+  } else {
+    using UK = typename std::make_unsigned<K>::type;
+    typedef K NK __attribute__((vector_size(W * sizeof(K))));
+    typedef UK NU __attribute__((vector_size(W * sizeof(K))));
+    const NK pad = NK{} + std::numeric_limits<K>::max();
+    const NK in = __builtin_convertvector(real, NK);
+    for (; r * N + 2 * W <= last; ++r) {
+      NU raw0, raw1;
+      std::memcpy(&raw0, src + r * N, sizeof raw0);
+      std::memcpy(&raw1, src + r * N + W, sizeof raw1);
+      const NK k0 = c.template enc_v<NK, NU>(raw0);
+      const NK k1 = (c.template enc_v<NK, NU>(raw1) & in) | (pad & ~in);
+      typename S::V v[2] = {
+          (typename S::V)((VK)((VU)__builtin_convertvector(k0, VK) << 32) | lane),
+          (typename S::V)((VK)((VU)__builtin_convertvector(k1, VK) << 32) | (lane + int64_t(W)))};
+      vq::sort_vectors<S, 2>(v);
+      S::store(reinterpret_cast<int64_t *>(out + r * N),
+               (typename S::V)((VK)v[0] & int64_t(0xFFFFFFFF)));
+      S::store(reinterpret_cast<int64_t *>(out + r * N + W),
+               (typename S::V)((VK)v[1] & int64_t(0xFFFFFFFF)));
+    }
+  }
+  return r;
+}
+
 }  // namespace KWKER_ENGINE_NS
 }  // namespace kwker

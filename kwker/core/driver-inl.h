@@ -997,7 +997,10 @@ void argsort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *s
   auto task = [&](int t) {
     size_t r = chunk_begin(rows, parts, t);
     const size_t end = chunk_begin(rows, parts, t + 1);
-    r += argsort_rows_padded_in_lanes<Codec, N>(c, src + r * N, end - r, out + r * N);
+    if constexpr (N <= vq::Ops<int64_t>::W)
+      r += argsort_rows_padded_in_lanes<Codec, N>(c, src + r * N, end - r, out + r * N);
+    else
+      r += argsort_rows_two_in_lanes<Codec, N>(c, src + r * N, end - r, out + r * N);
     for (; r < end; ++r) argsort_short(c, src + r * N, N, out + r * N);
   };
   parallel_tasks(ctx, parts, task);
@@ -1022,11 +1025,13 @@ bool try_sort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *
   return false;
 }
 
+// The argsort also takes rows of W + 1 to 2 W keys (W the 64-bit lanes), a row in two registers.
 template <class Codec, size_t N = 3>
 bool try_argsort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                              size_t row_len, size_t rows, int64_t *out) {
-  if constexpr (N <= kPaddedMax) {
-    if constexpr (padded_group<N>() != N && padded_group<N>() <= vq::Ops<int64_t>::W) {
+  constexpr size_t W = vq::Ops<int64_t>::W;
+  if constexpr (N <= kPaddedMax || N <= 2 * W) {
+    if constexpr ((padded_group<N>() != N && padded_group<N>() <= W) || (W < N && N <= 2 * W)) {
       if (row_len == N) {
         argsort_rows_padded<Codec, N>(ctx, c, src, rows, out);
         return true;

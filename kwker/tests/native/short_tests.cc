@@ -1,6 +1,7 @@
 // Short inputs and packed argsort keys against the scalar reference, on every engine this CPU
 // runs: every dtype, row lengths 0-130 through every row entry point (rows of 2, 4 and 8 take
-// the multi-row registers, rows of 3 and 5-7 padded ones, also split over two threads), ties, NaNs with payloads, +-0.0, descending and nans_first; every
+// the multi-row registers, rows of 3 and 5-7 padded ones, argsort rows of W + 1 to 2 W keys two
+// registers each, also split over two threads), ties, NaNs with payloads, +-0.0, descending and nans_first; every
 // tuning knob's boundary +-1, with the knob at its default and with the other path forced; and
 // 64-bit keys whose packed prefixes tie (dropped key bits), from tiny rows to the parallel sort.
 #include <immintrin.h>
@@ -139,13 +140,13 @@ void test_row_lengths() {
         }
 }
 
-// Rows of 3, 5, 6 and 7 keys (padded to 4 or 8 lanes in registers, whose loads and stores reach
-// past the rows they hold) in calls large enough to split over two threads: a thread's last
+// Rows of 3-8 keys (padded to 4 or 8 lanes in registers, or a row in two registers, whose loads
+// and stores reach past the rows they hold) in calls large enough to split over two threads: a thread's last
 // rows, the split between threads and the tail of the matrix take the per-row path, and no
 // store may reach into the next thread's rows. An odd row count, so the split is uneven.
 void test_padded_rows_threads() {
   for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype)
-    for (int64_t cols : {3, 5, 6, 7})
+    for (int64_t cols : {3, 4, 5, 6, 7, 8})
       for (int dist : {int(kwker::ref::kSpecials), int(kwker::ref::kFewDistinct)})
         for (unsigned flags = 0; flags < 4; ++flags) {
           const int64_t rows = kParallelRows / cols | 1;
