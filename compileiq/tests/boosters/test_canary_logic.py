@@ -111,6 +111,28 @@ def test_noisy_same_configuration_is_undecided_not_failed():
     assert canary(fixed, "ptxas").cause == "same-differs"
 
 
+def test_runs_slowed_by_load_are_undecided_when_the_best_runs_agree():
+    # make test's CompileIQ suite on a busy 2-vCPU host (2026-12-06): 3 of O3's 5 runs at 2.2-2.5x,
+    # its fastest equal to the baseline's fastest. The median (x2.148) is load, not a baseline
+    # built at another level: no verdict, never FAIL.
+    base = [0.7981, 1.118, 0.8299, 0.7981, 0.8252]
+    o0 = [16.55, 16.88, 20.9, 26.11, 18.2]
+    loaded = [1.995, 0.9335, 1.966, 1.772, 0.7981]
+    r = canary(scored({"base": base, "-O0": o0, "-O3": loaded}), "gcc", repeats=5)
+    assert r.verdict == "UNDECIDED" and r.cause == "noisy", r.report()
+    text = r.report()
+    assert "could not decide: O3's own runs spread by 67.5% of their median" in text
+    assert "O3's median is 114.7% worse than the baseline's while its best run is within 0.0%" in text
+    # every O3 run slower, fastest included: the baseline really is built differently
+    shifted = [1.995, 1.70, 1.966, 1.772, 1.65]
+    r = canary(scored({"base": base, "-O0": o0, "-O3": shifted}), "gcc", repeats=5)
+    assert r.verdict == "FAIL" and r.cause == "same-differs", r.report()
+    # for a "max" problem (higher is better) the best run is the largest
+    r = canary(scored({"base": [1 / x for x in base], "-O0": [1 / x for x in o0],
+                       "-O3": [1 / x for x in loaded]}), "gcc", repeats=5, problem_type="max")
+    assert r.verdict == "UNDECIDED" and r.cause == "noisy", r.report()
+
+
 def test_noise_does_not_hide_a_real_finding():
     # the same 50% spread, but O3 is 60% better: beyond the spread, so a real same-differs
     r = canary(scored({"base": [10.0, 13.0, 8.0], "-O0": 40.0, "-O3": 4.0}), "ptxas")

@@ -237,6 +237,16 @@ def canary(objective: Callable[[Any], Any], compiler: str | None = None, *, repe
     elif slow_ok and not same_ok and same_dev <= band:
         undecided = (f"{same} is {same_dev:.1%} {'worse' if ratios[same] > 1 else 'better'} than the baseline, "
                      "inside that spread")
+    elif slow_ok and not same_ok and band:
+        # Load only ever slows a run down. When `same`'s best run matches the baseline's best, its
+        # slow runs are the host's, not a baseline built differently (which moves every run): a
+        # 2-vCPU host running a test suite timed 3 of 5 O3 runs at 2.2-2.5x while O3's fastest
+        # equalled the baseline's, and the median read as a wrong FAIL.
+        best = min if problem_type == "min" else max
+        best_dev = abs(_cost_ratio(best(samples[same]), best(samples["baseline"]), problem_type) - 1)
+        if best_dev <= tolerance:
+            undecided = (f"{same}'s median is {same_dev:.1%} {'worse' if ratios[same] > 1 else 'better'} than "
+                         f"the baseline's while its best run is within {best_dev:.1%} of the baseline's best")
     if slow_ok and same_ok:
         result.verdict, result.cause = PASS, "ok"
         result.explanation = [f"{slow} is x{ratios[slow]:.2f} worse than the baseline and {same} is within "
