@@ -603,6 +603,68 @@ size_t sort_rows_padded_in_lanes(const Codec c, const typename Codec::T *src,
   return r;
 }
 
+// Sorted copy of rows of N keys, W < N < 2 W (the key's lanes: 64-bit rows of 5-7 and 32-bit
+// rows of 9-15 on AVX2), one row in two registers through the two-register network, the second
+// padded past the row's end; its store writes back, past the row, the values it read there.
+// Returns the rows done; it stops early at a row holding a NaN, as sort_rows_in_lanes does.
+template <class Codec, size_t N>
+size_t sort_rows_two_in_lanes(const Codec c, const typename Codec::T *src,
+                              typename Codec::T *dst, size_t rows) {
+  using S = vq::Ops<typename Codec::K>;
+  using L = Lanes<S>;
+  using VK = typename L::VK;
+  using VU = typename L::VU;
+  using Key = typename S::Key;
+  constexpr size_t W = S::W;
+  static_assert(W < N && N < 2 * W, "a row in two registers");
+  const Key *s = reinterpret_cast<const Key *>(src);
+  Key *d = reinterpret_cast<Key *>(dst);
+  const VK real = L::iota() < Key(N - W);  // the second register's lanes inside the row
+  const size_t last = rows * N;
+  size_t r = 0;
+#if defined(__AVX512F__) || defined(__AVX2__)
+  if constexpr (Codec::kNanPayload && float_ops_for<typename Codec::T>()) {
+    if (c.flip == 0 && floats_as_floats<Codec>(N < 9 ? 9 : N)) {  // as sort_rows_in_lanes
+      using F = typename std::conditional<sizeof(Key) == 4, float, double>::type;
+      using FS = vq::FOps<F>;
+      using FV = typename FS::V;
+      const F *fs = reinterpret_cast<const F *>(src);
+      F *fd = reinterpret_cast<F *>(dst);
+      FV inf;
+      for (size_t l = 0; l < W; ++l) inf[l] = __builtin_inf();
+      for (; r * N + 2 * W <= last && floats_plain(src + r * N, N); ++r) {
+        const FV raw1 = FS::load(fs + r * N + W);
+        FV v[2] = {FS::load(fs + r * N), (FV)(((VK)raw1 & real) | ((VK)inf & ~real))};
+        vq::sort_vectors<FS, 2>(v);
+        FS::store(fd + r * N, v[0]);
+        FS::store(fd + r * N + W, (FV)(((VK)v[1] & real) | ((VK)raw1 & ~real)));
+      }
+      return r;
+    }
+  }
+#endif
+  const VK pad = VK{} + std::numeric_limits<Key>::max();
+  for (; r * N + 2 * W <= last; ++r) {
+    const VK raw1 = (VK)S::load(s + r * N + W);
+    const VK k0 = c.template enc_v<VK, VU>((VU)S::load(s + r * N));
+    VK k1 = c.template enc_v<VK, VU>((VU)raw1);
+    if constexpr (Codec::kNanPayload) {
+      // A NaN lane decodes to the canonical NaN: let the caller's scalar path keep its bits.
+      const VK nan = (VK)(k0 == c.nan_key) | ((VK)(k1 == c.nan_key) & real);
+      bool any = false;
+      for (size_t l = 0; l < W; ++l) any |= nan[l] != 0;
+      if (any) break;
+    }
+    k1 = (k1 & real) | (pad & ~real);
+    typename S::V v[2] = {(typename S::V)k0, (typename S::V)k1};
+    vq::sort_vectors<S, 2>(v);
+    S::store(d + r * N, (typename S::V)c.template dec_v<VK, VU>((VK)v[0]));
+    const VK o1 = (VK)c.template dec_v<VK, VU>((VK)v[1]);
+    S::store(d + r * N + W, (typename S::V)((o1 & real) | (raw1 & ~real)));
+  }
+  return r;
+}
+
 // Stable argsort of rows rows of N keys in 64-bit lanes (see above): 64-bit keys beside a
 // register of indices, as argsort_rows_in_lanes; narrower keys packed with their index, as
 // argsort_rows_packed_in_lanes. Returns the rows done.

@@ -979,9 +979,13 @@ void sort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   auto task = [&](int t) {
     size_t r = chunk_begin(rows, parts, t);
     const size_t end = chunk_begin(rows, parts, t + 1);
-    constexpr size_t R = vq::Ops<typename Codec::K>::W / padded_group<N>();
+    constexpr size_t W = vq::Ops<typename Codec::K>::W, G = padded_group<N>();
+    constexpr size_t R = G <= W ? W / G : 1;
     while (r < end) {
-      r += sort_rows_padded_in_lanes<Codec, N>(c, src + r * N, dst + r * N, end - r);
+      if constexpr (G <= W)
+        r += sort_rows_padded_in_lanes<Codec, N>(c, src + r * N, dst + r * N, end - r);
+      else
+        r += sort_rows_two_in_lanes<Codec, N>(c, src + r * N, dst + r * N, end - r);
       const size_t stop = r + R < end ? r + R : end;  // a register left at a NaN, or the tail
       for (; r < stop; ++r) sort_short(c, src + r * N, dst + r * N, N);
     }
@@ -1006,15 +1010,18 @@ void argsort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *s
   parallel_tasks(ctx, parts, task);
 }
 
-// Rows of 3, 5, 6 and 7 keys (kPaddedMax: 7) go padded wherever a register holds a padded row
-// of them: W lanes of keys for the sort (Lanes W), W 64-bit lanes for the argsort.
-constexpr size_t kPaddedMax = 7;
+// Rows of 3-15 keys that are not a power of two go padded wherever a register holds a padded
+// row of them (W lanes of keys for the sort, W 64-bit lanes for the argsort), or as a row in two
+// registers from W + 1 keys on (the sort up to 2 W - 1: rows of 2 W are sort_rows_lanes').
+constexpr size_t kPaddedMax = 7;     // the argsort's padded rows
+constexpr size_t kPaddedSortMax = 15;
 
 template <class Codec, size_t N = 3>
 bool try_sort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                           typename Codec::T *dst, size_t row_len, size_t rows) {
-  if constexpr (N <= kPaddedMax) {
-    if constexpr (padded_group<N>() != N && padded_group<N>() <= vq::Ops<typename Codec::K>::W) {
+  constexpr size_t W = vq::Ops<typename Codec::K>::W;
+  if constexpr (N <= kPaddedSortMax) {
+    if constexpr (padded_group<N>() != N && (padded_group<N>() <= W || N < 2 * W)) {
       if (row_len == N) {
         sort_rows_padded<Codec, N>(ctx, c, src, dst, rows);
         return true;

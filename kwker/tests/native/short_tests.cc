@@ -140,13 +140,14 @@ void test_row_lengths() {
         }
 }
 
-// Rows of 3-8 keys (padded to 4 or 8 lanes in registers, or a row in two registers, whose loads
-// and stores reach past the rows they hold) in calls large enough to split over two threads: a thread's last
-// rows, the split between threads and the tail of the matrix take the per-row path, and no
-// store may reach into the next thread's rows. An odd row count, so the split is uneven.
+// Rows of 3-8, 12 and 15 keys (padded to 4, 8 or 16 lanes in registers, or a row in two
+// registers, whose loads and stores reach past the rows they hold) in calls large enough to
+// split over two threads: a thread's last rows, the split between threads and the tail of the
+// matrix take the per-row path, and no store may reach into the next thread's rows. An odd row
+// count, so the split is uneven.
 void test_padded_rows_threads() {
   for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype)
-    for (int64_t cols : {3, 4, 5, 6, 7, 8})
+    for (int64_t cols : {3, 4, 5, 6, 7, 8, 12, 15})
       for (int dist : {int(kwker::ref::kSpecials), int(kwker::ref::kFewDistinct)})
         for (unsigned flags = 0; flags < 4; ++flags) {
           const int64_t rows = kParallelRows / cols | 1;
