@@ -278,6 +278,33 @@ KWKER_API int kwker_topk_rows(int dtype, const void *data, int64_t rows, int64_t
   }, threads, rows * cols);
 }
 
+KWKER_API int kwker_topk_cols(int dtype, const void *data, int64_t outer, int64_t rows,
+                              int64_t cols, int64_t k, unsigned flags, int sorted,
+                              void *out_values, int64_t *out_indices, int threads) {
+  const char *fn = "kwker_topk_cols";
+  KWKER_CHECK(check_common(fn, dtype, flags, threads));
+  KWKER_CHECK(check_size(fn, "outer", outer));
+  KWKER_CHECK(check_size(fn, "rows", rows));
+  KWKER_CHECK(check_size(fn, "cols", cols));
+  KWKER_CHECK(check_size(fn, "k", k));
+  if (k > rows)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: k = %lld is larger than the column length (rows) %lld; pass k <= %lld",
+                     fn, (long long)k, (long long)rows, (long long)rows);
+  if (outer > 0 && rows > 0 && cols > INT64_MAX / outer / rows)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: outer * rows * cols (%lld * %lld * %lld) overflows int64; pass smaller "
+                     "matrices", fn, (long long)outer, (long long)rows, (long long)cols);
+  const int64_t n = outer * rows * cols, out = outer * k * cols;
+  KWKER_CHECK(check_ptr(fn, "data", data, n));
+  KWKER_CHECK(check_ptr(fn, "out_values", out_values, out));
+  KWKER_CHECK(check_ptr(fn, "out_indices", out_indices, out));
+  return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
+    return e.topk_cols(ctx, dtype, data, outer, rows, cols, k, flags, sorted != 0, out_values,
+                       out_indices);
+  }, threads, n);
+}
+
 // ---- torch's sort family: the fused pair sort and the k-th value ----
 
 KWKER_API int kwker_sort_pairs_rows(int dtype, const void *src, void *vals, int64_t *idx,

@@ -1032,13 +1032,18 @@ bool try_sort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *
   return false;
 }
 
-// The argsort also takes rows of W + 1 to 2 W keys (W the 64-bit lanes), a row in two registers.
+// The argsort also takes rows of W + 1 to 2 W keys (W the 64-bit lanes), a row in two registers
+// (64-bit keys only where W < 8).
 template <class Codec, size_t N = 3>
 bool try_argsort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                              size_t row_len, size_t rows, int64_t *out) {
   constexpr size_t W = vq::Ops<int64_t>::W;
   if constexpr (N <= kPaddedMax || N <= 2 * W) {
-    if constexpr ((padded_group<N>() != N && padded_group<N>() <= W) || (W < N && N <= 2 * W)) {
+    // 64-bit keys in two registers only below 8 lanes: with AVX-512's 8 the network's
+    // argsort of the whole row measured faster (rows of 9-16 float64 / int64: the two
+    // registers took 0.81-0.97x its speed, Zen 5), while 4 lanes gain 1.5-1.9x (Zen 3).
+    if constexpr ((padded_group<N>() != N && padded_group<N>() <= W) ||
+                  (W < N && N <= 2 * W && (sizeof(typename Codec::K) < 8 || W < 8))) {
       if (row_len == N) {
         argsort_rows_padded<Codec, N>(ctx, c, src, rows, out);
         return true;
@@ -1166,6 +1171,7 @@ inline int e_argsort_segments(CallCtx &ctx, int dtype, const void *data, const S
 // points above.
 #include "core/pairs-inl.h"
 #include "core/select-inl.h"
+#include "core/columns-inl.h"
 
 namespace kwker {
 namespace KWKER_ENGINE_NS {
@@ -1173,7 +1179,8 @@ namespace KWKER_ENGINE_NS {
 inline const EngineTable &make_table(const char *name) {
   static const EngineTable table = {name,           &e_sort_copy,         &e_argsort,
                                     &e_sort_segments, &e_argsort_segments, &e_topk_rows,
-                                    &tuning_default, &e_sort_pairs_segments, &e_kth_rows};
+                                    &tuning_default, &e_sort_pairs_segments, &e_kth_rows,
+                                    &e_topk_cols};
   return table;
 }
 

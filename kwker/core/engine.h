@@ -56,6 +56,11 @@ struct EngineTable {
   // Position `rank` of every row's stable order: one value and one index per row.
   int (*kth_rows)(CallCtx &, int dtype, const void *data, int64_t rows, int64_t cols,
                   int64_t rank, unsigned flags, void *out_values, int64_t *out_indices);
+  // Top-k down every column of `outer` (rows x cols) matrices, results as (outer, k, cols)
+  // (core/columns-inl.h).
+  int (*topk_cols)(CallCtx &, int dtype, const void *data, int64_t outer, int64_t rows,
+                   int64_t cols, int64_t k, unsigned flags, bool sorted, void *out_values,
+                   int64_t *out_indices);
 };
 
 // The CPU backend's linear kernels (core/linear-inl.h), one table per engine beside the sorts'.

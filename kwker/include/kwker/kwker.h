@@ -113,6 +113,16 @@ KWKER_API int kwker_argsort_segments(int dtype, const void *data, int64_t n,
 KWKER_API int kwker_topk_rows(int dtype, const void *data, int64_t rows, int64_t cols,
                               int64_t k, unsigned flags, int sorted, void *out_values,
                               int64_t *out_indices, int threads);
+/* Per-column top-k of `outer` C-order matrices of rows x cols (element (a, r, j) at
+ * data[(a * rows + r) * cols + j]): for column j of matrix a, the first k entries of the
+ * stable argsort of its `rows` keys (KWKER_DESCENDING for the largest), so ties go to the
+ * lowest row. Results are laid out (outer, k, cols): out_values[(a * k + q) * cols + j] and its
+ * row in out_indices. sorted == 0 returns the same set in row order. The same results as
+ * kwker_topk_rows on the transposed matrices, without transposing them (torch.topk along
+ * dim 0, kwker.topk along axis 0). */
+KWKER_API int kwker_topk_cols(int dtype, const void *data, int64_t outer, int64_t rows,
+                              int64_t cols, int64_t k, unsigned flags, int sorted,
+                              void *out_values, int64_t *out_indices, int threads);
 
 /* Stable sort of each row returning values AND indices (torch.sort's result): idx holds
  * rows*cols column indices of the stable order, vals (NULL for indices only) rows*cols

@@ -358,6 +358,33 @@ fail:
   return NULL;
 }
 
+static PyObject *fast_topk_cols(PyObject *self, PyObject *args) {
+  int code, threads, sorted, st;
+  long long outer, rows, cols, k;
+  unsigned flags;
+  Py_buffer d, ov, oi;
+  if (!PyArg_ParseTuple(args, "iy*LLLLIpw*w*i", &code, &d, &outer, &rows, &cols, &k, &flags,
+                        &sorted, &ov, &oi, &threads))
+    return NULL;
+  Py_ssize_t n = count(code, &d, "data");
+  if (n < 0 || need(n, outer * rows * cols, "data") < 0 ||
+      need(count(code, &ov, "out_values"), outer * k * cols, "out_values") < 0 ||
+      need(count(KWKER_INT64, &oi, "out_indices"), outer * k * cols, "out_indices") < 0)
+    goto fail;
+  CALL(n >= GIL_RELEASE_MIN,
+       kwker_topk_cols(code, d.buf, outer, rows, cols, k, flags, sorted, ov.buf,
+                       (int64_t *)oi.buf, threads));
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&ov);
+  PyBuffer_Release(&oi);
+  return status_result(st);
+fail:
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&ov);
+  PyBuffer_Release(&oi);
+  return NULL;
+}
+
 /* ---- kwker.torch_ops: raw addresses ----
  * torch tensors have no buffer protocol, so kwker.torch_ops passes data_ptr() addresses of
  * contiguous CPU tensors it allocated or checked itself (sizes included). Internal: nothing else
@@ -387,6 +414,20 @@ static PyObject *fast_topk_rows_ptr(PyObject *self, PyObject *args) {
     return NULL;
   CALL(rows * cols >= GIL_RELEASE_MIN,
        kwker_topk_rows(code, (const void *)(uintptr_t)src, rows, cols, k, flags, sorted,
+                       (void *)(uintptr_t)vals, (int64_t *)(uintptr_t)idx, threads));
+  return status_result(st);
+}
+
+static PyObject *fast_topk_cols_ptr(PyObject *self, PyObject *args) {
+  int code, threads, sorted, st;
+  unsigned long long src, vals, idx;
+  long long outer, rows, cols, k;
+  unsigned flags;
+  if (!PyArg_ParseTuple(args, "iKLLLLIpKKi", &code, &src, &outer, &rows, &cols, &k, &flags,
+                        &sorted, &vals, &idx, &threads))
+    return NULL;
+  CALL(outer * rows * cols >= GIL_RELEASE_MIN,
+       kwker_topk_cols(code, (const void *)(uintptr_t)src, outer, rows, cols, k, flags, sorted,
                        (void *)(uintptr_t)vals, (int64_t *)(uintptr_t)idx, threads));
   return status_result(st);
 }
@@ -545,6 +586,12 @@ static PyMethodDef methods[] = {
      "topk_rows(code, data, rows, cols, k, flags, sorted, out_values, out_indices, threads)"},
     {"sort_pairs_ptr", fast_sort_pairs_ptr, METH_VARARGS,
      "sort_pairs_ptr(code, src, vals, idx, rows, cols, flags, threads): addresses (torch_ops)"},
+    {"topk_cols", fast_topk_cols, METH_VARARGS,
+     "topk_cols(code, data, outer, rows, cols, k, flags, sorted, out_values, out_indices, "
+     "threads)"},
+    {"topk_cols_ptr", fast_topk_cols_ptr, METH_VARARGS,
+     "topk_cols_ptr(code, src, outer, rows, cols, k, flags, sorted, vals, idx, threads): "
+     "addresses"},
     {"topk_rows_ptr", fast_topk_rows_ptr, METH_VARARGS,
      "topk_rows_ptr(code, src, rows, cols, k, flags, sorted, vals, idx, threads): addresses"},
     {"kth_rows_ptr", fast_kth_rows_ptr, METH_VARARGS,

@@ -268,9 +268,10 @@ struct Columns {
     return inner_of(x, d) * w >= 256 || x.numel() * w <= kSmallBytes;
   }
   // A large contiguous tensor along a dim whose inner rows are narrow (under 256 bytes): its
-  // top-k and k-th value go to torch's kernel, which selects down each strided column, while
-  // Kwker would transpose the whole tensor first (torch.topk(x, 10, dim=0) of (100000, 10):
-  // 0.32-0.61x torch's). The sort keeps Kwker's path there (torch's ran 2.7-6x slower).
+  // k-th value and its top-k with k above 16 go to torch's kernel, which selects down each
+  // strided column, while Kwker would transpose the whole tensor first (torch.topk(x, 10,
+  // dim=0) of (100000, 10): 0.32-0.61x torch's that way; kwker_topk_cols in place now, 2.1x
+  // float32 at k = 5). The sort keeps Kwker's path there (torch's ran 2.7-6x slower).
   static bool narrow(const Tensor &x, int64_t d) {
     return x.is_contiguous() && d != x.dim() - 1 && x.numel() > 0 && !wanted(x, d);
   }
@@ -424,19 +425,25 @@ struct RowSelect {
   int64_t *idx(int64_t r, int64_t out) { return i.data_ptr<int64_t>() + r * out; }
 };
 
+// Top-k along a dim before the last of a contiguous tensor: down its columns where they lie
+// (kwker_topk_cols), no transposed copy. Up to k = 16 each row of a block of columns is one
+// compare against the columns' k-th best (torch.topk(x, 5, dim=0) of (1000, 1000) int64: 0.74x
+// torch's when the columns were gathered into rows first); larger k gathers blocks of columns
+// inside the core.
+constexpr int64_t kColsDirectMaxK = 16;  // the core's kColsDirectMaxK (core/columns-inl.h)
+
 std::tuple<Tensor, Tensor> k_topk(const Tensor &self, int64_t k, int64_t d, bool largest,
                                   bool from_registration, int threads) {
-  if (Columns::wanted(self, d) && k > 0) {
-    const Columns g(self, d);
+  if (self.is_contiguous() && d != self.dim() - 1 && self.numel() > 0 && k > 0) {
+    const int64_t rows = self.size(d), inner = Columns::inner_of(self, d);
     std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
     shape[size_t(d)] = k;
     Tensor v = result(shape, self.scalar_type()), i = result(shape, at::kLong);
-    const int code = code_of(self.scalar_type());
-    const unsigned flags = largest ? kFlagsDesc : kFlagsAsc;
-    over_columns(self, g, k, static_cast<char *>(v.data_ptr()), i.data_ptr<int64_t>(), threads,
-                 [&](const char *keys, int64_t n, char *vals, int64_t *idx, int th) {
-                   return kwker_topk_rows(code, keys, n, g.L, k, flags, 1, vals, idx, th);
-                 });
+    const int rc = kwker_topk_cols(code_of(self.scalar_type()), self.data_ptr(),
+                                   self.numel() / (rows * inner), rows, inner, k,
+                                   largest ? kFlagsDesc : kFlagsAsc, 1, v.data_ptr(),
+                                   i.data_ptr<int64_t>(), threads);
+    TORCH_CHECK(rc == KWKER_OK, "kwker: ", kwker_last_error());
     if (corrupt_now(kTopk, from_registration)) swap_first_two(i);
     return {v, i};
   }
@@ -552,9 +559,11 @@ bool select_taken(Op op, const Tensor &self, int64_t k, int64_t dim, int64_t low
   const int code = plain_code(self);
   return select_dtype(code) && wrap_dim(self, dim, d) && k >= lowest && k <= self.size(*d) &&
          self.numel() >= g_threshold[op][code] &&
-         // Narrow columns go to torch like sizes under the threshold; a threshold of 0 (every
-         // size to Kwker, as the conformance tests set it) keeps them on Kwker too.
-         !(g_threshold[op][code] > 0 && Columns::narrow(self, *d));
+         // Narrow columns go to torch like sizes under the threshold (a threshold of 0, every
+         // size to Kwker as the conformance tests set it, keeps them on Kwker too), except a
+         // top-k with a small k, which kwker_topk_cols selects in place.
+         !(g_threshold[op][code] > 0 && Columns::narrow(self, *d) &&
+           !(op == kTopk && k <= kColsDirectMaxK));
 }
 
 // An out= tensor torch would resize rather than refuse: a dense CPU tensor of the result's

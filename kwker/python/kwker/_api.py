@@ -150,12 +150,26 @@ def topk(a, k, axis=-1, *, largest=True, sorted=True):
     if not 0 <= k <= cols:
         raise ValueError(f"kwker.topk: k = {k} is out of range for axis {ax} of length {cols}; "
                          f"k must be in [0, {cols}]")
-    data = _contiguous_native(arr if ax == arr.ndim - 1 else np.moveaxis(arr, ax, -1), native)
+    fl = _args.DESCENDING if largest else 0
+    moved = arr if ax == arr.ndim - 1 else np.moveaxis(arr, ax, -1)
+    if ax != arr.ndim - 1 and not (moved.flags.c_contiguous and moved.dtype == native):
+        # Along an axis before the last: down the columns of the C-order array where they lie
+        # (kwker_topk_cols), the results already in place, instead of a transposed copy.
+        data = _contiguous_native(arr, native)
+        shape = data.shape[:ax] + (k,) + data.shape[ax + 1:]
+        values = np.empty(shape, native)
+        indices = np.empty(shape, _INT64)
+        if values.size:
+            outer = int(np.prod(data.shape[:ax], dtype=np.int64))
+            inner = int(np.prod(data.shape[ax + 1:], dtype=np.int64))
+            _backend.impl.topk_cols(code, _dtypes.c_view(data, code), outer, cols, inner, k, fl,
+                                    bool(sorted), _dtypes.c_view(values, code), indices, 0)
+        return values, indices
+    data = _contiguous_native(moved, native)
     shape = data.shape[:-1] + (k,)
     values = np.empty(shape, native)
     indices = np.empty(shape, _INT64)
     if values.size:
-        fl = _args.DESCENDING if largest else 0
         _backend.impl.topk_rows(code, _dtypes.c_view(data, code), data.size // cols, cols, k,
                                 fl, bool(sorted), _dtypes.c_view(values, code), indices, 0)
     if ax == arr.ndim - 1:

@@ -25,6 +25,8 @@ _SIGNATURES = {
                                        c_uint, c_int]),
     "kwker_topk_rows": (c_int, [c_int, c_void_p, c_int64, c_int64, c_int64, c_uint, c_int,
                                 c_void_p, c_void_p, c_int]),
+    "kwker_topk_cols": (c_int, [c_int, c_void_p, c_int64, c_int64, c_int64, c_int64, c_uint,
+                                c_int, c_void_p, c_void_p, c_int]),
     "kwker_sort_pairs_rows": (c_int, [c_int, c_void_p, c_void_p, c_void_p, c_int64, c_int64,
                                       c_uint, c_int]),
     "kwker_kth_rows": (c_int, [c_int, c_void_p, c_int64, c_int64, c_int64, c_uint, c_void_p,
@@ -157,6 +159,12 @@ class CtypesBackend:
                                              1 if sorted_ else 0, _ptr(out_values),
                                              _ptr(out_indices), threads))
 
+    def topk_cols(self, code, arr, outer, rows, cols, k, flags, sorted_, out_values,
+                  out_indices, threads):
+        self._check(self.lib.kwker_topk_cols(code, _ptr(arr), outer, rows, cols, k, flags,
+                                             1 if sorted_ else 0, _ptr(out_values),
+                                             _ptr(out_indices), threads))
+
     # ---- kwker.torch_ops: raw addresses of contiguous CPU tensors (see _fast's *_ptr) ----
     def sort_pairs_ptr(self, code, src, vals, idx, rows, cols, flags, threads):
         self._check(self.lib.kwker_sort_pairs_rows(code, src or None, vals or None, idx or None,
@@ -164,6 +172,12 @@ class CtypesBackend:
 
     def topk_rows_ptr(self, code, src, rows, cols, k, flags, sorted_, vals, idx, threads):
         self._check(self.lib.kwker_topk_rows(code, src or None, rows, cols, k, flags,
+                                             1 if sorted_ else 0, vals or None, idx or None,
+                                             threads))
+
+    def topk_cols_ptr(self, code, src, outer, rows, cols, k, flags, sorted_, vals, idx,
+                      threads):
+        self._check(self.lib.kwker_topk_cols(code, src or None, outer, rows, cols, k, flags,
                                              1 if sorted_ else 0, vals or None, idx or None,
                                              threads))
 

@@ -274,6 +274,92 @@ void test_select_dropped_bits() {
   }
 }
 
+// Top-k down the columns (kwker_topk_cols) against the reference argsort of each column:
+// the in-place path (small k: chunks of 64 columns, the insertion by blend and one column at a
+// time, narrow rows in blocks), the gathered path (larger k against the column's length),
+// several matrices, the thread split, and without scratch (the gathered path's heap).
+void check_columns(int dtype, const std::vector<uint8_t> &data, int64_t outer, int64_t rows,
+                   int64_t cols, unsigned flags, const std::vector<int64_t> &ks,
+                   const std::string &tag, int threads) {
+  const int w = dtype_size(dtype);
+  // order[(a * cols + j) * rows + q]: row of position q of column j's stable order.
+  std::vector<int64_t> order(size_t(outer * cols * rows));
+  std::vector<uint8_t> col(size_t(rows * w));
+  for (int64_t a = 0; a < outer; ++a)
+    for (int64_t j = 0; j < cols; ++j) {
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(col.data() + r * w, data.data() + ((a * rows + r) * cols + j) * w, size_t(w));
+      kwker::ref::argsort(dtype, col.data(), rows, order.data() + (a * cols + j) * rows, flags);
+    }
+  for (const char *e : g_engines) {
+    kwker_set_isa(e);
+    g_where = std::string(e) + " " + kwker::ref::dtype_name(dtype) + " " +
+              std::to_string(outer) + "x" + std::to_string(rows) + "x" + std::to_string(cols) +
+              mode_label(flags) + " " + tag + " threads=" + std::to_string(threads);
+    for (int64_t k : ks) {
+      if (k < 1 || k > rows) continue;
+      for (int sorted : {1, 0}) {
+        const int64_t m = outer * k * cols;
+        Guarded tv(size_t(m * w)), ti(size_t(m * 8));
+        const int rc = kwker_topk_cols(dtype, data.data(), outer, rows, cols, k, flags, sorted,
+                                       tv.data(), reinterpret_cast<int64_t *>(ti.data()), threads);
+        bool ok = rc == KWKER_OK && tv.intact() && ti.intact();
+        const int64_t *got = reinterpret_cast<const int64_t *>(ti.data());
+        for (int64_t a = 0; a < outer && ok; ++a)
+          for (int64_t j = 0; j < cols && ok; ++j) {
+            const int64_t *o = order.data() + (a * cols + j) * rows;
+            std::vector<int64_t> want(o, o + k);
+            if (!sorted) std::sort(want.begin(), want.end());
+            for (int64_t q = 0; q < k && ok; ++q) {
+              const int64_t at = (a * k + q) * cols + j, r = got[at];
+              ok = r == want[size_t(q)] &&
+                   std::memcmp(tv.data() + at * w, data.data() + ((a * rows + r) * cols + j) * w,
+                               size_t(w)) == 0;
+            }
+          }
+        check(ok, "topk_cols k=" + std::to_string(k) + (sorted ? "" : " unsorted"));
+      }
+    }
+  }
+}
+
+void test_select_columns() {
+  const std::vector<int64_t> ks = {1, 2, 5, 16, 17, 40};
+  for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype)
+    for (int dist : {int(kwker::ref::kUniform), int(kwker::ref::kSorted),
+                     int(kwker::ref::kReversed), int(kwker::ref::kFewDistinct),
+                     int(kwker::ref::kSpecials)})
+      for (unsigned flags : {0u, unsigned(KWKER_NAN_LARGEST | KWKER_DESCENDING),
+                             unsigned(KWKER_DESCENDING | KWKER_NANS_FIRST)}) {
+        // 150 columns: two whole chunks and a part one; 3 columns: narrower than a register.
+        check_columns(dtype, kwker::ref::generate(dtype, dist, 2 * 60 * 150, 23), 2, 60, 150,
+                      flags, ks, kwker::ref::dist_name(dist), 0);
+        check_columns(dtype, kwker::ref::generate(dtype, dist, 300 * 3, 29), 1, 300, 3, flags,
+                      {1, 5, 16, 300}, kwker::ref::dist_name(dist), 0);
+      }
+  // Columns long enough for the in-place path at every k up to 16 (cols_direct): whole chunks
+  // and a part one, and narrow rows taken in blocks of rows; rising and falling columns make
+  // every row enter (the blend) or none.
+  for (int dtype : {KWKER_FLOAT32, KWKER_INT64, KWKER_INT16, KWKER_FLOAT64, KWKER_UINT8})
+    for (int dist : {int(kwker::ref::kUniform), int(kwker::ref::kSorted),
+                     int(kwker::ref::kReversed), int(kwker::ref::kSpecials)})
+      for (unsigned flags : {0u, unsigned(KWKER_NAN_LARGEST | KWKER_DESCENDING)}) {
+        check_columns(dtype, kwker::ref::generate(dtype, dist, 9000 * 70, 41), 1, 9000, 70, flags,
+                      {2, 5, 16}, std::string("long ") + kwker::ref::dist_name(dist), 0);
+        check_columns(dtype, kwker::ref::generate(dtype, dist, 9000 * 10, 43), 1, 9000, 10, flags,
+                      {1, 5, 16}, std::string("long narrow ") + kwker::ref::dist_name(dist), 0);
+      }
+  for (int dtype : {KWKER_FLOAT32, KWKER_INT64, KWKER_INT16, KWKER_FLOAT64}) {
+    // Past the thread threshold: chunks split so both threads have work (cols under 2 chunks).
+    check_columns(dtype, kwker::ref::generate(dtype, kwker::ref::kNanHeavy, 2000 * 100, 31), 1,
+                  2000, 100, KWKER_NAN_LARGEST | KWKER_DESCENDING, {5, 16, 100}, "threads", 2);
+    kwker_set_scratch_limit(0);
+    check_columns(dtype, kwker::ref::generate(dtype, kwker::ref::kFewDistinct, 2 * 90 * 70, 37),
+                  2, 90, 70, KWKER_NAN_LARGEST, {3, 17, 90}, "no scratch", 2);
+    kwker_set_scratch_limit(-1);
+  }
+}
+
 void test_pairs_errors() {
   g_where = "pairs errors";
   float x[4] = {3, 1, 2, 0};
@@ -293,6 +379,22 @@ void test_pairs_errors() {
         "negative rank rejected");
   check(kwker_kth_rows(KWKER_FLOAT32, x, 0, 0, 0, 0, nullptr, nullptr, 0) == KWKER_OK,
         "no rows is fine");
+  check(kwker_topk_cols(KWKER_FLOAT32, x, 1, 2, 2, 3, 0, 1, v, idx, 0) ==
+                KWKER_E_INVALID_ARGUMENT &&
+            std::strstr(kwker_last_error(), "k = 3 is larger than the column length") != nullptr,
+        "topk_cols: k above the column length rejected with the fix");
+  check(kwker_topk_cols(KWKER_FLOAT32, x, -1, 2, 2, 1, 0, 1, v, idx, 0) ==
+            KWKER_E_INVALID_ARGUMENT,
+        "topk_cols: negative outer rejected");
+  check(kwker_topk_cols(KWKER_FLOAT32, x, 1, 2, 2, 1, 0, 1, v, nullptr, 0) ==
+            KWKER_E_INVALID_ARGUMENT,
+        "topk_cols: NULL out_indices rejected");
+  check(kwker_topk_cols(KWKER_FLOAT32, x, int64_t(1) << 40, int64_t(1) << 20, int64_t(1) << 10,
+                        1, 0, 1, v, idx, 0) == KWKER_E_INVALID_ARGUMENT &&
+            std::strstr(kwker_last_error(), "overflows") != nullptr,
+        "topk_cols: sizes overflowing int64 rejected");
+  check(kwker_topk_cols(KWKER_FLOAT32, x, 0, 4, 1, 2, 0, 1, nullptr, nullptr, 0) == KWKER_OK,
+        "topk_cols: no matrices is fine");
 }
 
 }  // namespace
@@ -304,5 +406,6 @@ void run_pairs_tests() {
   test_pairs_modes();
   test_select();
   test_select_dropped_bits();
+  test_select_columns();
   kwker_set_isa(nullptr);
 }

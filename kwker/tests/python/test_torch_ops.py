@@ -302,16 +302,25 @@ def test_below_the_threshold_torch_runs_and_above_kwker(torch_ops, kind):
 
 def test_narrow_columns_select_on_torch_and_sort_on_kwker(torch_ops):
     """Along dim 0 of a large contiguous tensor whose rows are narrow (under 256 bytes), the
-    compiled top-k and k-th value leave the call to torch's kernel (Kwker would transpose the
-    whole tensor first) while the sort stays Kwker's; wider rows stay on Kwker for all three."""
+    compiled k-th value and top-k with k above 16 leave the call to torch's kernel (Kwker would
+    gather the columns into rows first), a top-k with a small k stays Kwker's (selected down the
+    columns in place, kwker_topk_cols), and so does the sort; wider rows stay on Kwker for all."""
     _install(torch_ops, "compiled")
     narrow, wide = torch.randn(100000, 10), torch.randn(2000, 300)
-    for x, select_on_kwker in ((narrow, False), (wide, True)):
-        for call in (lambda: torch.topk(x, 5, dim=0), lambda: torch.kthvalue(x, 7, dim=0)):
+    for x, wide_rows in ((narrow, False), (wide, True)):
+        for call, on_kwker in ((lambda: torch.topk(x, 5, dim=0), True),
+                               (lambda: torch.topk(x, 16, dim=0, largest=False), True),
+                               (lambda: torch.topk(x, 17, dim=0), wide_rows),
+                               (lambda: torch.kthvalue(x, 7, dim=0), wide_rows)):
             kwker.reset_counters()
             v, i = call()
-            assert (_kwker_calls() > 0) == select_on_kwker, x.shape
+            assert (_kwker_calls() > 0) == on_kwker, x.shape
             assert torch.equal(x.gather(0, i.reshape(-1, x.shape[1])).reshape(v.shape), v)
+        for k in (1, 5, 16, 17):
+            for largest in (True, False):
+                v, i = torch.topk(x, k, dim=0, largest=largest)
+                ref = torch.sort(x, dim=0, descending=largest, stable=True)
+                assert torch.equal(v, ref[0][:k]) and torch.equal(i, ref[1][:k]), (x.shape, k)
         kwker.reset_counters()
         v, i = torch.sort(x, dim=0)
         assert _kwker_calls() > 0

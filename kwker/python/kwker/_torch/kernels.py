@@ -9,6 +9,7 @@ is the largest value and -0.0 ties with 0.0 (KWKER_NAN_LARGEST), ties keep their
 (kwker.torch_ops._python_ops, and the graph operators of ops.py) send everything else to torch's own kernel, so torch's errors stay torch's.
 The functions take the checked arguments (dim already in range) and never raise for them.
 """
+import math
 import os
 
 import torch
@@ -128,12 +129,24 @@ def topk(self, k, dim, largest, threads=None):
     Always sorted, which is also a valid answer for sorted=False."""
     x = self.detach()
     d = _dim(x, dim)
+    flags = NAN_LARGEST | (DESCENDING if largest else 0)
+    if d != x.dim() - 1 and x.is_contiguous() and x.numel() and k:
+        # Down the columns where they lie (kwker_topk_cols): no transposed copy either way.
+        shape = list(x.shape)
+        shape[d] = k
+        v = torch.empty(shape, dtype=x.dtype)
+        i = torch.empty(shape, dtype=torch.int64)
+        outer, rows = math.prod(x.shape[:d]), x.shape[d]
+        _backend.impl.topk_cols_ptr(CODES[x.dtype], x.data_ptr(), outer, rows,
+                                    x.numel() // (outer * rows), k, flags, True, v.data_ptr(),
+                                    i.data_ptr(), _threads(threads))
+        _corrupt("topk", i)
+        return v, i
     src, rows, cols = _rows(x, d)
     shape = src.shape[:-1] + (k,)
     v = torch.empty(shape, dtype=x.dtype)
     i = torch.empty(shape, dtype=torch.int64)
     if v.numel():
-        flags = NAN_LARGEST | (DESCENDING if largest else 0)
         _backend.impl.topk_rows_ptr(CODES[x.dtype], src.data_ptr(), rows, cols, k, flags, True,
                                     v.data_ptr(), i.data_ptr(), _threads(threads))
     if d != x.dim() - 1:

@@ -5,7 +5,7 @@ many short groups) and the shapes the troubleshooting page tells them to batch i
 Targets: never slower than NumPy in any cell; in the axis=1 grid, at least 2x for sort and 4x
 for the stable argsort wherever a row has 16 or more elements. Top-k of rows (kwker.topk, sorted
 values and indices) against what a NumPy user writes for it: np.argpartition, then the k taken
-and sorted.
+and sorted; the same down the columns (axis=0).
 """
 import numpy as np
 
@@ -17,6 +17,7 @@ ROW_LENGTHS = (2, 3, 4, 7, 8, 16, 32, 64, 100, 256, 1000)
 SMALL_SIZES = (8, 16, 64, 256, 1000)
 DTYPES = ("float32", "int32", "float64", "int64", "int16")
 TOPK_ROWS = ((100, 5), (100, 12), (1000, 5), (1000, 125), (10000, 100), (10000, 1250))  # (L, k)
+TOPK_COLS = ((1000, 5), (1000, 125), (10000, 16))  # (column length L, k), along axis 0
 
 def _row_target(op, length):
     if length < 16:
@@ -61,6 +62,26 @@ def _topk_case(dtype, length, k):
     return Case(cid, "10", dtype, f"kwker.topk(m, {k}, axis=1)", [Competitor("np", np_desc, 1.0)],
                 setup, n=lambda s: max(1, s.grid // length) * length,
                 shape=lambda s: f"{max(1, s.grid // length)}x{length}")
+
+
+def _topk_cols_case(dtype, length, k):
+    cid = f"grid/topk/{dtype}/cols{length}/k{k}"
+
+    def setup(sizes, mods):
+        cols = max(1, sizes.grid // length)
+        m = uniform(rng_for(cid), dtype, length * cols).reshape(length, cols)
+
+        def np_topk():
+            i = np.argpartition(m, length - k, axis=0)[length - k:]
+            v = np.take_along_axis(m, i, axis=0)
+            o = np.argsort(v, axis=0)[::-1]
+            return np.take_along_axis(v, o, axis=0), np.take_along_axis(i, o, axis=0)
+        return Setup(kwker=lambda: kwker.topk(m, k, axis=0), competitors={"np": np_topk})
+    np_desc = ("np.argpartition(m, L - k, axis=0), the k values taken and sorted descending "
+               "(np.take_along_axis, np.argsort)")
+    return Case(cid, "10", dtype, f"kwker.topk(m, {k}, axis=0)", [Competitor("np", np_desc, 1.0)],
+                setup, n=lambda s: max(1, s.grid // length) * length,
+                shape=lambda s: f"{length}x{max(1, s.grid // length)}")
 
 
 def _small_case(op, dtype, n):
@@ -131,6 +152,7 @@ def grid_cases():
     cases = [_rows_case(op, dt, length)
              for dt in DTYPES for op in ("sort", "argsort") for length in ROW_LENGTHS]
     cases += [_topk_case(dt, length, k) for dt in DTYPES for length, k in TOPK_ROWS]
+    cases += [_topk_cols_case(dt, length, k) for dt in DTYPES for length, k in TOPK_COLS]
     cases += [_small_case(op, dt, n) for dt in DTYPES for op in ("sort", "argsort")
               for n in SMALL_SIZES]
     cases += [_segments_case(dt, ind) for dt in ("float32", "float64") for ind in (False, True)]

@@ -239,8 +239,14 @@ def cases():
                    lambda s: (10, max(1, s.n // 100)),
                    lambda torch, t: lambda: torch.sort(t, dim=0), 1.0)
           for dt in ("float32", "int64")],
+        # Top-k down the columns in place (kwker_topk_cols): a square matrix, and narrow rows
+        # of 10 (which took torch's kernel before).
         *[_op_case(f"torch.topk5/dim0/{dt}", "torch.topk(t, 5, dim=0)", dt,
                    lambda s: (max(5, s.rows // 10), s.cols),
+                   lambda torch, t: lambda: torch.topk(t, 5, dim=0), 1.0)
+          for dt in ("float32", "int64")],
+        *[_op_case(f"torch.topk5/dim0-narrow/{dt}", "torch.topk(t, 5, dim=0)", dt,
+                   lambda s: (max(5, s.n // 100), 10),
                    lambda torch, t: lambda: torch.topk(t, 5, dim=0), 1.0)
           for dt in ("float32", "int64")],
         # A large k (a tenth of a 1-D tensor): the candidates' selection and sort dominate.
