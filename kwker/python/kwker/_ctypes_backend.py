@@ -63,16 +63,44 @@ def _ptr(arr):
         return arr.ctypes.data
 
 
+class MissingFunction(AttributeError):
+    """A call to a C function the loaded libkwker does not have (an older build, loaded with
+    missing_ok for `python -m kwker bench --before`)."""
+
+
+class _Lib:
+    """The CDLL with the functions it lacks standing in as callables that raise
+    MissingFunction, so the rest of an older library stays usable."""
+
+    def __init__(self, lib, path, missing):
+        self._lib, self._path, self._missing = lib, path, missing
+
+    def __getattr__(self, fn):
+        if fn in self._missing:
+            def absent(*args):
+                raise MissingFunction(f"{self._path} has no {fn} (a build older than this C "
+                                      "API); use a libkwker built from a newer commit")
+            return absent
+        return getattr(self._lib, fn)
+
+
 class CtypesBackend:
     name = "ctypes"
 
-    def __init__(self, path):
+    def __init__(self, path, missing_ok=False):
         lib = ctypes.CDLL(path)
+        self.missing = []  # C functions this library lacks (only with missing_ok)
         for fn, (res, args) in _SIGNATURES.items():
-            f = getattr(lib, fn)
+            try:
+                f = getattr(lib, fn)
+            except AttributeError:
+                if not missing_ok:
+                    raise
+                self.missing.append(fn)
+                continue
             f.restype = res
             f.argtypes = args
-        self.lib = lib
+        self.lib = _Lib(lib, path, set(self.missing)) if self.missing else lib
         self.path = path
         self._codes = _dtypes.CODES
 
@@ -252,6 +280,9 @@ class CtypesBackend:
         return self._json_call(self.lib.kwker_self_check, name.encode())
 
 
-def load(path):
-    return CtypesBackend(path)
+def load(path, missing_ok=False):
+    """The ctypes backend over the libkwker at `path`. missing_ok: a library without some of
+    the C functions this Python code knows loads anyway (`missing` lists them; calling one raises
+    MissingFunction), as `--before` needs for a previous build."""
+    return CtypesBackend(path, missing_ok)
 

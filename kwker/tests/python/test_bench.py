@@ -3,6 +3,7 @@
 Nothing here asserts speed: only the structure of the JSON / Markdown output, the interleaving,
 the row selection and the handling of missing optional modules.
 """
+import ctypes
 import json
 
 import pytest
@@ -185,6 +186,54 @@ def test_before_pairs_cancel_the_order_effect():
     # one order 0.8x, the other 1.25x: single repeats give a median of one or the other
     assert before.pair_ratios([0.8, 1.25, 0.8, 1.25, 0.8]) == pytest.approx([1.0, 1.0])
     assert before.repeats(5, given=False) == 10 and before.repeats(7, given=True) == 8
+
+
+def test_ctypes_backend_loads_an_older_library_only_when_asked(monkeypatch):
+    # A C function the library does not have: a strict load refuses it, missing_ok records it
+    # and its calls raise MissingFunction naming the library, the function and the fix.
+    from kwker import _ctypes_backend
+    path = _installed_library()
+    sigs = dict(_ctypes_backend._SIGNATURES)
+    sigs["kwker_not_in_this_build"] = (ctypes.c_int, [])
+    monkeypatch.setattr(_ctypes_backend, "_SIGNATURES", sigs)
+    with pytest.raises(AttributeError):
+        _ctypes_backend.load(path)
+    b = _ctypes_backend.load(path, missing_ok=True)
+    assert b.missing == ["kwker_not_in_this_build"]
+    with pytest.raises(_ctypes_backend.MissingFunction,
+                       match=r"has no kwker_not_in_this_build .*newer commit"):
+        b.lib.kwker_not_in_this_build()
+    import numpy as np
+    assert b.abi_version() >= 1                    # the rest of the library still serves
+    assert list(b.sort_last(np.array([3.0, 1.0, 2.0]))) == [1.0, 2.0, 3.0]
+
+
+def test_before_lists_the_cases_an_older_library_cannot_serve(capsys, monkeypatch):
+    # A --before library without kwker_topk_cols (older than it): the top-k down the columns is
+    # listed as not compared with the function named, the other cases still compare.
+    from kwker import _ctypes_backend
+    from kwker.bench import before
+    real_load = _ctypes_backend.load
+
+    def load(path, missing_ok=False):
+        b = real_load(path, missing_ok)
+        if missing_ok:   # the before side: this build's library with kwker_topk_cols taken away
+            b.missing = ["kwker_topk_cols"]
+            b.lib = _ctypes_backend._Lib(b.lib, path, {"kwker_topk_cols"})
+        return b
+    monkeypatch.setattr(before._ctypes_backend, "load", load)
+    res = run_json(capsys, "--no-avx2-baseline", "--only", "grid/topk/float32/cols1000/k5",
+                   "--only", "grid/topk/float32/rows100/k5", "--before", _installed_library())
+    b = res["before"]
+    assert [r["name"] for r in b["rows"]] == ["grid/topk/float32/rows100/k5"]
+    assert b["not_compared_missing"] == [{"case": "grid/topk/float32/cols1000/k5",
+                                          "function": "kwker_topk_cols"}]
+    assert b["info"]["missing"] == ["kwker_topk_cols"]
+    assert {r["name"] for r in res["rows"]} >= {"grid/topk/float32/cols1000/k5 vs np"}
+    from kwker.bench import report
+    text = "\n".join(report.before_section(b))
+    assert "no C function the call needs" in text
+    assert "`grid/topk/float32/cols1000/k5` (`kwker_topk_cols`)" in text
 
 
 def test_before_bad_library(capsys, tmp_path):

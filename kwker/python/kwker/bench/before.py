@@ -18,7 +18,8 @@ linked with (by soname), while ctypes loads any file; both sides pay the same pe
 Every runtime control set through kwker (kwker.config, set_max_threads, ...) follows the switch
 from one library to the other. A case whose kwker call does not reach libkwker through the
 backend (the compiled PyTorch operators link this build's library themselves) is listed as not
-compared: the before library's call counters tell.
+compared: the before library's call counters tell. So is a case whose call needs a C function
+the before library does not have yet (an older build: its other cases still compare).
 """
 import json
 import math
@@ -91,13 +92,14 @@ class Sides:
         self.after_path, self.before_path = mine[0], os.path.realpath(path)
         self.after = _backend.impl if _backend.name == "ctypes" else _ctypes_backend.load(mine[0])
         try:
-            self.before = _ctypes_backend.load(self.before_path)
+            # An older build may lack C functions added since: the cases that call one are
+            # listed as not compared (missing()), the others compare as usual.
+            self.before = _ctypes_backend.load(self.before_path, missing_ok=True)
             problem = None
         except OSError as exc:           # not a loadable shared library
             problem = f"it does not load ({exc}); give a libkwker.so built for this machine"
-        except AttributeError as exc:    # a C function this Python code needs is not there
-            problem = (f"that libkwker lacks a function this build's Python code calls "
-                       f"({exc}); compare with a build of a commit with the same C API")
+        if problem is None and len(self.before.missing) == len(_ctypes_backend._SIGNATURES):
+            problem = "it has none of libkwker's C functions; give a libkwker.so"
         if problem is not None:
             raise RuntimeError(f"--before {path}: {problem}")
         got = self.before.abi_version()
@@ -111,7 +113,22 @@ class Sides:
                                "so that the comparison is of builds, not engines")
         self.info = {"library": self.before_path, "after_library": self.after_path,
                      "version": self.before.version(), "engine": theirs,
-                     "backend": "ctypes (both sides)"}
+                     "backend": "ctypes (both sides)", "missing": list(self.before.missing)}
+
+    def lacks(self, fn):
+        """The C function the before library lacks that the case's kwker call needs, or None
+        (one trial call through the before library, outside the timing)."""
+        if not self.before.missing:
+            return None
+        probe = Switched(fn, "ctypes", self.before)
+        try:
+            probe.prepare()
+            probe()
+        except _ctypes_backend.MissingFunction as exc:
+            return next((m for m in self.before.missing if m in str(exc)), str(exc))
+        finally:
+            self.restore()
+        return None
 
     def timers(self, fn):
         """The after and before timers of one case's kwker callable."""

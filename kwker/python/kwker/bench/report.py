@@ -219,6 +219,11 @@ def before_section(b):
                   "compiled PyTorch operators link this build's library themselves, and Dask's "
                   "workers are processes of their own): "
                   + ", ".join(f"`{n}`" for n in b["not_compared"])]
+    if b.get("not_compared_missing"):
+        lines += ["", "Not compared (the --before library has no C function the call needs: a "
+                  "build older than this C API): "
+                  + ", ".join(f"`{m['case']}` (`{m['function']}`)"
+                              for m in b["not_compared_missing"])]
     lines += ["", before_line(b)]
     return lines
 

@@ -144,6 +144,7 @@ class Runner:
         self.before = None             # before.Sides when --before is given
         self.before_rows = []
         self.before_skipped = []       # cases whose kwker call did not reach the library
+        self.before_missing = []       # (case, C function the before library lacks)
 
     def repeats(self, case):
         n = self.args.repeats or (self.sizes.slow_repeats if case.slow else self.sizes.repeats)
@@ -176,6 +177,10 @@ class Runner:
                     timers[comp.key] = avx2.RemoteTimer(remote, case.id, comp.key, sizes)
                 else:
                     timers[comp.key] = timing.LocalTimer(own(setup.competitors[comp.key]))
+            lacking = sides.lacks(setup.kwker) if sides is not None else None
+            if lacking is not None:
+                self.before_missing.append((case.id, lacking))
+                sides = None                  # this case runs without the before side
             if sides is not None:
                 timers.update(sides.timers(setup.kwker))
                 served = sides.before_calls()
@@ -486,6 +491,8 @@ def main(argv=None):
             "info": runner.before.info,
             "after_library": runner.before.info["after_library"],
             "not_compared": runner.before_skipped,
+            "not_compared_missing": [{"case": c, "function": f}
+                                     for c, f in runner.before_missing],
             "no_slower": before.NO_SLOWER,
             "rows": runner.before_rows,
             "summary": before.summary(runner.before_rows)},
