@@ -44,44 +44,30 @@ def _rows_case(op, dtype, length):
                 shape=lambda s: f"{max(1, s.grid // length)}x{length}")
 
 
-def _topk_case(dtype, length, k):
-    cid = f"grid/topk/{dtype}/rows{length}/k{k}"
+def _topk_case(dtype, length, k, axis=1):
+    """Top-k of rows of `length` keys (axis=1), or down columns of `length` keys (axis=0)."""
+    cid = f"grid/topk/{dtype}/{'rows' if axis else 'cols'}{length}/k{k}"
 
     def setup(sizes, mods):
-        rows = max(1, sizes.grid // length)
-        m = uniform(rng_for(cid), dtype, rows * length).reshape(rows, length)
+        other = max(1, sizes.grid // length)
+        m = uniform(rng_for(cid), dtype, other * length)
+        m = m.reshape((other, length) if axis else (length, other))
+
+        last_k = (slice(None), slice(length - k, None)) if axis else slice(length - k, None)
 
         def np_topk():
-            i = np.argpartition(m, length - k, axis=1)[:, length - k:]
-            v = np.take_along_axis(m, i, axis=1)
-            o = np.argsort(v, axis=1)[:, ::-1]
-            return np.take_along_axis(v, o, axis=1), np.take_along_axis(i, o, axis=1)
-        return Setup(kwker=lambda: kwker.topk(m, k, axis=1), competitors={"np": np_topk})
-    np_desc = ("np.argpartition(m, L - k, axis=1), the k values taken and sorted descending "
-               "(np.take_along_axis, np.argsort)")
-    return Case(cid, "10", dtype, f"kwker.topk(m, {k}, axis=1)", [Competitor("np", np_desc, 1.0)],
-                setup, n=lambda s: max(1, s.grid // length) * length,
-                shape=lambda s: f"{max(1, s.grid // length)}x{length}")
-
-
-def _topk_cols_case(dtype, length, k):
-    cid = f"grid/topk/{dtype}/cols{length}/k{k}"
-
-    def setup(sizes, mods):
-        cols = max(1, sizes.grid // length)
-        m = uniform(rng_for(cid), dtype, length * cols).reshape(length, cols)
-
-        def np_topk():
-            i = np.argpartition(m, length - k, axis=0)[length - k:]
-            v = np.take_along_axis(m, i, axis=0)
-            o = np.argsort(v, axis=0)[::-1]
-            return np.take_along_axis(v, o, axis=0), np.take_along_axis(i, o, axis=0)
-        return Setup(kwker=lambda: kwker.topk(m, k, axis=0), competitors={"np": np_topk})
-    np_desc = ("np.argpartition(m, L - k, axis=0), the k values taken and sorted descending "
-               "(np.take_along_axis, np.argsort)")
-    return Case(cid, "10", dtype, f"kwker.topk(m, {k}, axis=0)", [Competitor("np", np_desc, 1.0)],
-                setup, n=lambda s: max(1, s.grid // length) * length,
-                shape=lambda s: f"{length}x{max(1, s.grid // length)}")
+            i = np.argpartition(m, length - k, axis=axis)[last_k]
+            v = np.take_along_axis(m, i, axis=axis)
+            o = np.flip(np.argsort(v, axis=axis), axis=axis)
+            return np.take_along_axis(v, o, axis=axis), np.take_along_axis(i, o, axis=axis)
+        return Setup(kwker=lambda: kwker.topk(m, k, axis=axis), competitors={"np": np_topk})
+    np_desc = (f"np.argpartition(m, L - k, axis={axis}), the k values taken and sorted "
+               "descending (np.take_along_axis, np.argsort)")
+    shape = ((lambda s: f"{max(1, s.grid // length)}x{length}") if axis
+             else (lambda s: f"{length}x{max(1, s.grid // length)}"))
+    return Case(cid, "10", dtype, f"kwker.topk(m, {k}, axis={axis})",
+                [Competitor("np", np_desc, 1.0)], setup,
+                n=lambda s: max(1, s.grid // length) * length, shape=shape)
 
 
 def _small_case(op, dtype, n):
@@ -152,7 +138,7 @@ def grid_cases():
     cases = [_rows_case(op, dt, length)
              for dt in DTYPES for op in ("sort", "argsort") for length in ROW_LENGTHS]
     cases += [_topk_case(dt, length, k) for dt in DTYPES for length, k in TOPK_ROWS]
-    cases += [_topk_cols_case(dt, length, k) for dt in DTYPES for length, k in TOPK_COLS]
+    cases += [_topk_case(dt, length, k, axis=0) for dt in DTYPES for length, k in TOPK_COLS]
     cases += [_small_case(op, dt, n) for dt in DTYPES for op in ("sort", "argsort")
               for n in SMALL_SIZES]
     cases += [_segments_case(dt, ind) for dt in ("float32", "float64") for ind in (False, True)]
