@@ -126,6 +126,18 @@ template <class F> int run(const char *fn, int dtype, F &&f, int threads, int64_
   }
 }
 
+// Shared checks of the column calls: sizes, and outer * rows * cols within int64.
+int check_cols(const char *fn, int64_t outer, int64_t rows, int64_t cols) {
+  if (int rc = check_size(fn, "outer", outer)) return rc;
+  if (int rc = check_size(fn, "rows", rows)) return rc;
+  if (int rc = check_size(fn, "cols", cols)) return rc;
+  if (outer > 0 && rows > 0 && cols > INT64_MAX / outer / rows)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: outer * rows * cols (%lld * %lld * %lld) overflows int64; pass smaller "
+                     "matrices", fn, (long long)outer, (long long)rows, (long long)cols);
+  return KWKER_OK;
+}
+
 int check_offsets(const char *fn, const int64_t *offsets, int64_t noffsets, int64_t n) {
   if (noffsets < 0)
     return set_error(KWKER_E_INVALID_ARGUMENT, "%s: noffsets must be >= 0 (got %lld)", fn,
@@ -283,18 +295,12 @@ KWKER_API int kwker_topk_cols(int dtype, const void *data, int64_t outer, int64_
                               void *out_values, int64_t *out_indices, int threads) {
   const char *fn = "kwker_topk_cols";
   KWKER_CHECK(check_common(fn, dtype, flags, threads));
-  KWKER_CHECK(check_size(fn, "outer", outer));
-  KWKER_CHECK(check_size(fn, "rows", rows));
-  KWKER_CHECK(check_size(fn, "cols", cols));
+  KWKER_CHECK(check_cols(fn, outer, rows, cols));
   KWKER_CHECK(check_size(fn, "k", k));
   if (k > rows)
     return set_error(KWKER_E_INVALID_ARGUMENT,
                      "%s: k = %lld is larger than the column length (rows) %lld; pass k <= %lld",
                      fn, (long long)k, (long long)rows, (long long)rows);
-  if (outer > 0 && rows > 0 && cols > INT64_MAX / outer / rows)
-    return set_error(KWKER_E_INVALID_ARGUMENT,
-                     "%s: outer * rows * cols (%lld * %lld * %lld) overflows int64; pass smaller "
-                     "matrices", fn, (long long)outer, (long long)rows, (long long)cols);
   const int64_t n = outer * rows * cols, out = outer * k * cols;
   KWKER_CHECK(check_ptr(fn, "data", data, n));
   KWKER_CHECK(check_ptr(fn, "out_values", out_values, out));
@@ -302,6 +308,49 @@ KWKER_API int kwker_topk_cols(int dtype, const void *data, int64_t outer, int64_
   return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
     return e.topk_cols(ctx, dtype, data, outer, rows, cols, k, flags, sorted != 0, out_values,
                        out_indices);
+  }, threads, n);
+}
+
+KWKER_API int kwker_sort_cols(int dtype, const void *src, void *vals, int64_t *idx, int64_t outer,
+                              int64_t rows, int64_t cols, unsigned flags, int threads) {
+  const char *fn = "kwker_sort_cols";
+  KWKER_CHECK(check_common(fn, dtype, flags, threads));
+  KWKER_CHECK(check_cols(fn, outer, rows, cols));
+  const int64_t n = outer * rows * cols;
+  if (!vals && !idx)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: vals and idx are both NULL; pass a buffer for the sorted values, the "
+                     "indices, or both", fn);
+  KWKER_CHECK(check_ptr(fn, "src", src, n));
+  if (idx && vals == src && n > 0)
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: vals must not be src when idx is asked for (the indices are found "
+                     "while the values are written); pass a separate buffer",
+                     fn);
+  return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
+    if (vals && vals != src) prefault_output(vals, n * kItemSize[dtype], ctx.threads);
+    if (idx) prefault_output(idx, n * 8, ctx.threads);
+    return e.sort_cols(ctx, dtype, src, vals, idx, outer, rows, cols, flags);
+  }, threads, n);
+}
+
+KWKER_API int kwker_kth_cols(int dtype, const void *data, int64_t outer, int64_t rows,
+                             int64_t cols, int64_t rank, unsigned flags, void *out_value,
+                             int64_t *out_index, int threads) {
+  const char *fn = "kwker_kth_cols";
+  KWKER_CHECK(check_common(fn, dtype, flags, threads));
+  KWKER_CHECK(check_cols(fn, outer, rows, cols));
+  const int64_t n = outer * rows * cols;
+  if (n > 0 && (rank < 0 || rank >= rows))
+    return set_error(KWKER_E_INVALID_ARGUMENT,
+                     "%s: rank = %lld is outside [0, %lld) (the column length, rows); pass 0 <= "
+                     "rank < rows",
+                     fn, (long long)rank, (long long)rows);
+  KWKER_CHECK(check_ptr(fn, "data", data, n));
+  KWKER_CHECK(check_ptr(fn, "out_value", out_value, n > 0 ? outer * cols : 0));
+  KWKER_CHECK(check_ptr(fn, "out_index", out_index, n > 0 ? outer * cols : 0));
+  return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
+    return e.kth_cols(ctx, dtype, data, outer, rows, cols, rank, flags, out_value, out_index);
   }, threads, n);
 }
 

@@ -1180,7 +1180,7 @@ inline const EngineTable &make_table(const char *name) {
   static const EngineTable table = {name,           &e_sort_copy,         &e_argsort,
                                     &e_sort_segments, &e_argsort_segments, &e_topk_rows,
                                     &tuning_default, &e_sort_pairs_segments, &e_kth_rows,
-                                    &e_topk_cols};
+                                    &e_topk_cols,    &e_sort_cols,         &e_kth_cols};
   return table;
 }
 

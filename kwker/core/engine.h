@@ -61,6 +61,14 @@ struct EngineTable {
   int (*topk_cols)(CallCtx &, int dtype, const void *data, int64_t outer, int64_t rows,
                    int64_t cols, int64_t k, unsigned flags, bool sorted, void *out_values,
                    int64_t *out_indices);
+  // Every column sorted, laid out like src: values (vals, may be null) and / or the rows of the
+  // stable order (idx, may be null) (core/columns-inl.h).
+  int (*sort_cols)(CallCtx &, int dtype, const void *src, void *vals, int64_t *idx,
+                   int64_t outer, int64_t rows, int64_t cols, unsigned flags);
+  // Position `rank` of every column's stable order, results as (outer, cols).
+  int (*kth_cols)(CallCtx &, int dtype, const void *data, int64_t outer, int64_t rows,
+                  int64_t cols, int64_t rank, unsigned flags, void *out_values,
+                  int64_t *out_indices);
 };
 
 // The CPU backend's linear kernels (core/linear-inl.h), one table per engine beside the sorts'.

@@ -270,13 +270,13 @@ int64_t kth_row(CallCtx &ctx, int parts, const Codec c, const typename Codec::T 
 // rank keys <= t (one counting pass per key bit), then the matching tie in index order.
 template <class Codec>
 int64_t kth_row_no_scratch(const Codec c, const typename Codec::T *row, size_t cols,
-                           size_t rank) {
+                           size_t rank, size_t stride = 1) {
   using K = typename Codec::K;
   using U = typename std::make_unsigned<K>::type;
   constexpr U kFlip = U(U(1) << (8 * sizeof(K) - 1));
   auto count_le = [&](U t) {  // t: the key as an order-preserving unsigned integer
     size_t m = 0;
-    for (size_t i = 0; i < cols; ++i) m += U(U(c.enc(row[i])) ^ kFlip) <= t;
+    for (size_t i = 0; i < cols; ++i) m += U(U(c.enc(row[i * stride])) ^ kFlip) <= t;
     return m;
   };
   U lo = 0, hi = U(~U(0));
@@ -287,9 +287,9 @@ int64_t kth_row_no_scratch(const Codec c, const typename Codec::T *row, size_t c
   }
   const K t = K(U(lo ^ kFlip));
   size_t below = 0;
-  for (size_t i = 0; i < cols; ++i) below += c.enc(row[i]) < t;
+  for (size_t i = 0; i < cols; ++i) below += c.enc(row[i * stride]) < t;
   for (size_t i = 0, seen = below; i < cols; ++i)
-    if (c.enc(row[i]) == t && seen++ == rank) return int64_t(i);
+    if (c.enc(row[i * stride]) == t && seen++ == rank) return int64_t(i);
   return 0;  // unreachable: some key ties with t at position rank
 }
 

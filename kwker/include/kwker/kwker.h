@@ -123,6 +123,23 @@ KWKER_API int kwker_topk_rows(int dtype, const void *data, int64_t rows, int64_t
 KWKER_API int kwker_topk_cols(int dtype, const void *data, int64_t outer, int64_t rows,
                               int64_t cols, int64_t k, unsigned flags, int sorted,
                               void *out_values, int64_t *out_indices, int threads);
+/* Sort down the columns of `outer` C-order matrices of rows x cols (element (a, r, j) at
+ * src[(a * rows + r) * cols + j]), results laid out the same way: vals gets each column's sorted
+ * values, idx the rows of each column's stable order (the stable argsort along the axis), so
+ * vals[(a * rows + q) * cols + j] == src[(a * rows + idx[...]) * cols + j] bit for bit when both
+ * are asked for. Either may be NULL (not both): values alone take the value sort, indices alone
+ * the argsort. vals may equal src when idx is NULL (the columns sorted in place). The same results
+ * as kwker_sort_rows_copy / kwker_argsort_rows / kwker_sort_pairs_rows on the transposed matrices,
+ * without transposing them (kwker.sort and kwker.argsort along an axis before the last,
+ * torch.sort along a dim before the last). */
+KWKER_API int kwker_sort_cols(int dtype, const void *src, void *vals, int64_t *idx, int64_t outer,
+                              int64_t rows, int64_t cols, unsigned flags, int threads);
+/* Per-column k-th value of the same matrices: position rank (0-based) of each column's stable
+ * order; out_value gets outer * cols elements of dtype and out_index their rows, laid out
+ * (outer, cols). 0 <= rank < rows. (torch.kthvalue along a dim before the last.) */
+KWKER_API int kwker_kth_cols(int dtype, const void *data, int64_t outer, int64_t rows,
+                             int64_t cols, int64_t rank, unsigned flags, void *out_value,
+                             int64_t *out_index, int threads);
 
 /* Stable sort of each row returning values AND indices (torch.sort's result): idx holds
  * rows*cols column indices of the stable order, vals (NULL for indices only) rows*cols

@@ -290,6 +290,54 @@ fail:
   return NULL;
 }
 
+/* Down the columns of (outer, rows, cols) matrices: the sorted values into dst (which may be
+ * src), or the stable argsort into out. */
+static PyObject *fast_sort_cols(PyObject *self, PyObject *args) {
+  int code, threads, st;
+  long long outer, rows, cols;
+  unsigned flags;
+  Py_buffer d, o;
+  if (!PyArg_ParseTuple(args, "iy*w*LLLIi", &code, &d, &o, &outer, &rows, &cols, &flags,
+                        &threads))
+    return NULL;
+  Py_ssize_t n = count(code, &d, "src");
+  if (n < 0 || need(n, outer * rows * cols, "src") < 0 ||
+      need(count(code, &o, "dst"), n, "dst") < 0)
+    goto fail;
+  CALL(n >= GIL_RELEASE_MIN,
+       kwker_sort_cols(code, d.buf, o.buf, NULL, outer, rows, cols, flags, threads));
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&o);
+  return status_result(st);
+fail:
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&o);
+  return NULL;
+}
+
+static PyObject *fast_argsort_cols(PyObject *self, PyObject *args) {
+  int code, threads, st;
+  long long outer, rows, cols;
+  unsigned flags;
+  Py_buffer d, o;
+  if (!PyArg_ParseTuple(args, "iy*LLLw*Ii", &code, &d, &outer, &rows, &cols, &o, &flags,
+                        &threads))
+    return NULL;
+  Py_ssize_t n = count(code, &d, "data");
+  if (n < 0 || need(n, outer * rows * cols, "data") < 0 ||
+      need(count(KWKER_INT64, &o, "out"), n, "out") < 0)
+    goto fail;
+  CALL(n >= GIL_RELEASE_MIN,
+       kwker_sort_cols(code, d.buf, NULL, (int64_t *)o.buf, outer, rows, cols, flags, threads));
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&o);
+  return status_result(st);
+fail:
+  PyBuffer_Release(&d);
+  PyBuffer_Release(&o);
+  return NULL;
+}
+
 static PyObject *fast_sort_segments(PyObject *self, PyObject *args) {
   int code, threads, st;
   unsigned flags;
@@ -446,6 +494,34 @@ static PyObject *fast_kth_rows_ptr(PyObject *self, PyObject *args) {
   return status_result(st);
 }
 
+static PyObject *fast_sort_cols_ptr(PyObject *self, PyObject *args) {
+  int code, threads, st;
+  unsigned long long src, vals, idx;
+  long long outer, rows, cols;
+  unsigned flags;
+  if (!PyArg_ParseTuple(args, "iKKKLLLIi", &code, &src, &vals, &idx, &outer, &rows, &cols,
+                        &flags, &threads))
+    return NULL;
+  CALL(outer * rows * cols >= GIL_RELEASE_MIN,
+       kwker_sort_cols(code, (const void *)(uintptr_t)src, (void *)(uintptr_t)vals,
+                       (int64_t *)(uintptr_t)idx, outer, rows, cols, flags, threads));
+  return status_result(st);
+}
+
+static PyObject *fast_kth_cols_ptr(PyObject *self, PyObject *args) {
+  int code, threads, st;
+  unsigned long long src, vals, idx;
+  long long outer, rows, cols, rank;
+  unsigned flags;
+  if (!PyArg_ParseTuple(args, "iKLLLLIKKi", &code, &src, &outer, &rows, &cols, &rank, &flags,
+                        &vals, &idx, &threads))
+    return NULL;
+  CALL(outer * rows * cols >= GIL_RELEASE_MIN,
+       kwker_kth_cols(code, (const void *)(uintptr_t)src, outer, rows, cols, rank, flags,
+                      (void *)(uintptr_t)vals, (int64_t *)(uintptr_t)idx, threads));
+  return status_result(st);
+}
+
 /* ---- runtime controls and diagnostics ---- */
 
 static PyObject *fast_abi_version(PyObject *self, PyObject *unused) {
@@ -578,6 +654,10 @@ static PyMethodDef methods[] = {
     {"sort_rows", fast_sort_rows, METH_VARARGS, "sort_rows(code, src, dst, rows, cols, flags, threads)"},
     {"argsort_rows", fast_argsort_rows, METH_VARARGS,
      "argsort_rows(code, data, rows, cols, out, flags, threads)"},
+    {"sort_cols", fast_sort_cols, METH_VARARGS,
+     "sort_cols(code, src, dst, outer, rows, cols, flags, threads): down the columns"},
+    {"argsort_cols", fast_argsort_cols, METH_VARARGS,
+     "argsort_cols(code, data, outer, rows, cols, out, flags, threads): down the columns"},
     {"sort_segments", fast_sort_segments, METH_VARARGS,
      "sort_segments(code, data, offsets, flags, threads)"},
     {"argsort_segments", fast_argsort_segments, METH_VARARGS,
@@ -594,6 +674,10 @@ static PyMethodDef methods[] = {
      "addresses"},
     {"topk_rows_ptr", fast_topk_rows_ptr, METH_VARARGS,
      "topk_rows_ptr(code, src, rows, cols, k, flags, sorted, vals, idx, threads): addresses"},
+    {"sort_cols_ptr", fast_sort_cols_ptr, METH_VARARGS,
+     "sort_cols_ptr(code, src, vals, idx, outer, rows, cols, flags, threads): addresses"},
+    {"kth_cols_ptr", fast_kth_cols_ptr, METH_VARARGS,
+     "kth_cols_ptr(code, src, outer, rows, cols, rank, flags, vals, idx, threads): addresses"},
     {"kth_rows_ptr", fast_kth_rows_ptr, METH_VARARGS,
      "kth_rows_ptr(code, src, rows, cols, rank, flags, vals, idx, threads): addresses"},
     {"abi_version", fast_abi_version, METH_NOARGS, NULL},

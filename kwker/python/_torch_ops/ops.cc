@@ -227,41 +227,16 @@ void sort_rows(const Tensor &src, Tensor &vals, Tensor &idx, int64_t rows, int64
 
 // ---- a contiguous tensor along a dim that is not its last ----
 //
-// Seen as (outer, L, inner) with L = size(d), its columns (L keys `inner` apart) are gathered a
-// block of B at a time into a per-thread buffer of B rows, run there as rows, and the results
-// written back column by column: no transposed copy of the whole tensor and no temporaries as
-// large as it. Before, the input went through movedim().contiguous() and the results back
-// through strided copies (torch's, 2-3 GB/s here) with three tensor-sized temporaries that
-// page-faulted on every call: torch.sort(x, dim=0) of (10, 100000) int64 took 13-25 ms where
-// torch's own kernel took 14, torch.topk along dim 0 0.42-0.71x torch's. Taken when a block's
-// slice of each row spans at least a cache line (inner >= 64 bytes of elements); narrower
-// inners keep the transposing path, which reads each line once.
+// Seen as (outer, L, inner) with L = size(d): the core sorts and selects down its columns where
+// they lie (kwker_sort_cols, kwker_kth_cols, kwker_topk_cols: blocks of columns gathered into
+// rows inside the core), no transposed copy of the whole tensor and no temporaries as large as
+// it. Before, the input went through movedim().contiguous() and the results back through
+// strided copies (torch's, 2-3 GB/s here) with three tensor-sized temporaries that page-faulted
+// on every call: torch.sort(x, dim=0) of (10, 100000) int64 took 13-25 ms where torch's own
+// kernel took 14.
 struct Columns {
-  int64_t outer, L, inner, B, blocks;
-  int64_t width;
-  Columns(const Tensor &x, int64_t d) : width(int64_t(x.element_size())) {
-    L = x.size(d);
-    inner = 1;
-    for (int64_t j = d + 1; j < x.dim(); ++j) inner *= x.size(j);
-    outer = L && inner ? x.numel() / (L * inner) : 0;
-    // A block: about 32 KiB of keys, at least four cache lines of each row; the blocks of a
-    // row equal in size, in whole lines. A small tensor is one block per outer index.
-    const int64_t line = 64 / width;
-    if (x.numel() * width <= kSmallBytes) {
-      B = inner;
-    } else {
-      int64_t b = (int64_t(32) << 10) / (L * width);
-      b = b < 4 * line ? 4 * line : b;
-      b = b < inner ? b : inner;
-      const int64_t n = (inner + b - 1) / b;
-      b = ((inner + n - 1) / n + line - 1) / line * line;
-      B = b < inner ? b : inner;
-    }
-    blocks = (inner + B - 1) / B;
-  }
   static constexpr int64_t kSmallBytes = int64_t(32) << 10;
-  // Rows of inner elements of 256 bytes and more (four lines: the blocks' edges then cost at
-  // most a line in four), or a small tensor.
+  // Rows of inner elements of 256 bytes and more, or a small tensor.
   static bool wanted(const Tensor &x, int64_t d) {
     if (!x.is_contiguous() || d == x.dim() - 1 || x.numel() == 0) return false;
     const int64_t w = int64_t(x.element_size());
@@ -269,7 +244,7 @@ struct Columns {
   }
   // A large contiguous tensor along a dim whose inner rows are narrow (under 256 bytes): its
   // k-th value and its top-k with k above 16 go to torch's kernel, which selects down each
-  // strided column, while Kwker would transpose the whole tensor first (torch.topk(x, 10,
+  // strided column, while Kwker gathers the whole tensor into rows first (torch.topk(x, 10,
   // dim=0) of (100000, 10): 0.32-0.61x torch's that way; kwker_topk_cols in place now, 2.1x
   // float32 at k = 5). The sort keeps Kwker's path there (torch's ran 2.7-6x slower).
   static bool narrow(const Tensor &x, int64_t d) {
@@ -280,78 +255,13 @@ struct Columns {
     for (int64_t j = d + 1; j < x.dim(); ++j) inner *= x.size(j);
     return inner;
   }
+  // (outer, L, inner) of a contiguous x along d.
+  static void shape_of(const Tensor &x, int64_t d, int64_t *outer, int64_t *L, int64_t *inner) {
+    *L = x.size(d);
+    *inner = inner_of(x, d);
+    *outer = *L && *inner ? x.numel() / (*L * *inner) : 0;
+  }
 };
-
-// dst[c * L + l] = src[l * inner + c] for the n columns c of a block (src at its first column).
-template <class U>
-void gather_cols(const U *src, U *dst, int64_t L, int64_t inner, int64_t n) {
-  for (int64_t l = 0; l < L; ++l) {
-    const U *row = src + l * inner;
-    for (int64_t c = 0; c < n; ++c) dst[c * L + l] = row[c];
-  }
-}
-
-// dst[j * inner + c] = src[c * per + j] for j < per: a block's per-column results written back.
-template <class U>
-void scatter_cols(const U *src, U *dst, int64_t per, int64_t inner, int64_t n) {
-  for (int64_t j = 0; j < per; ++j) {
-    U *row = dst + j * inner;
-    for (int64_t c = 0; c < n; ++c) row[c] = src[c * per + j];
-  }
-}
-
-template <class Fn> void by_width(int64_t width, Fn fn) {
-  switch (width) {
-    case 1: fn(uint8_t()); break;
-    case 2: fn(uint16_t()); break;
-    case 4: fn(uint32_t()); break;
-    default: fn(uint64_t()); break;
-  }
-}
-
-// Runs kernel(keys, B', vals, idx, threads) on every block of columns (B' of them, as rows of L
-// in `keys`), whose `per` results per column (in vals / idx, B' x per) are written back to
-// out_v / out_i, laid out as (outer, per, inner). Blocks are split over torch's intra-op threads
-// as over_rows splits rows; a single block gets Kwker's threads.
-template <class Kernel>
-void over_columns(const Tensor &x, const Columns &g, int64_t per, char *out_v, int64_t *out_i,
-                  int threads, Kernel kernel) {
-  const int64_t tasks = g.outer * g.blocks, w = g.width;
-  const char *src = static_cast<const char *>(x.data_ptr());
-  std::mutex mu;
-  std::string error;
-  auto run = [&](int64_t t0, int64_t t1, int th) {
-    std::vector<char> keys(size_t(g.B * g.L * w)), vals(size_t(g.B * per * w));
-    std::vector<int64_t> idx(size_t(g.B * per));
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t a = t / g.blocks, c0 = (t % g.blocks) * g.B;
-      const int64_t n = g.inner - c0 < g.B ? g.inner - c0 : g.B;
-      by_width(w, [&](auto u) {
-        using U = decltype(u);
-        gather_cols(reinterpret_cast<const U *>(src) + a * g.L * g.inner + c0,
-                    reinterpret_cast<U *>(keys.data()), g.L, g.inner, n);
-      });
-      if (kernel(keys.data(), n, vals.data(), idx.data(), th) != KWKER_OK) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (error.empty()) error = kwker_last_error();
-        return;
-      }
-      by_width(w, [&](auto u) {
-        using U = decltype(u);
-        scatter_cols(reinterpret_cast<const U *>(vals.data()),
-                     reinterpret_cast<U *>(out_v) + a * per * g.inner + c0, per, g.inner, n);
-      });
-      scatter_cols(idx.data(), out_i + a * per * g.inner + c0, per, g.inner, n);
-    }
-  };
-  if (tasks < 2 || threads <= 1) {
-    run(0, tasks, threads);
-  } else {
-    const int64_t grain = g.B * g.L >= 32768 ? 1 : 32768 / (g.B * g.L);
-    at::parallel_for(0, tasks, grain, [&](int64_t b, int64_t e) { run(b, e, 1); });
-  }
-  TORCH_CHECK(error.empty(), "kwker: ", error);
-}
 
 std::tuple<Tensor, Tensor> k_sort(const Tensor &self, int64_t d, bool descending,
                                   bool from_registration, int threads) {
@@ -365,16 +275,15 @@ std::tuple<Tensor, Tensor> k_sort(const Tensor &self, int64_t d, bool descending
     if (corrupt_now(kSort, from_registration)) swap_first_two(idx);
     return {vals, idx};
   }
-  if (Columns::wanted(self, d)) {
-    const Columns g(self, d);
+  if (self.is_contiguous() && d != self.dim() - 1 && self.numel() > 0) {
+    int64_t outer, L, inner;
+    Columns::shape_of(self, d, &outer, &L, &inner);
     Tensor vals = result(self.sizes(), self.scalar_type());
     Tensor idx = result(self.sizes(), at::kLong);
-    const int code = code_of(self.scalar_type());
-    const unsigned flags = descending ? kFlagsDesc : kFlagsAsc;
-    over_columns(self, g, g.L, static_cast<char *>(vals.data_ptr()), idx.data_ptr<int64_t>(),
-                 threads, [&](const char *k, int64_t n, char *v, int64_t *i, int th) {
-                   return kwker_sort_pairs_rows(code, k, v, i, n, g.L, flags, th);
-                 });
+    const int rc = kwker_sort_cols(code_of(self.scalar_type()), self.data_ptr(), vals.data_ptr(),
+                                   idx.data_ptr<int64_t>(), outer, L, inner,
+                                   descending ? kFlagsDesc : kFlagsAsc, threads);
+    TORCH_CHECK(rc == KWKER_OK, "kwker: ", kwker_last_error());
     if (corrupt_now(kSort, from_registration)) swap_first_two(idx);
     return {vals, idx};
   }
@@ -465,15 +374,14 @@ std::tuple<Tensor, Tensor> k_topk(const Tensor &self, int64_t k, int64_t d, bool
 std::tuple<Tensor, Tensor> k_kth(const Tensor &self, int64_t k, int64_t d, bool keepdim,
                                  bool from_registration, int threads) {
   if (Columns::wanted(self, d)) {
-    const Columns g(self, d);
+    int64_t outer, L, inner;
+    Columns::shape_of(self, d, &outer, &L, &inner);
     std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
     shape[size_t(d)] = 1;
     Tensor v = result(shape, self.scalar_type()), i = result(shape, at::kLong);
-    const int code = code_of(self.scalar_type());
-    over_columns(self, g, 1, static_cast<char *>(v.data_ptr()), i.data_ptr<int64_t>(), threads,
-                 [&](const char *keys, int64_t n, char *vals, int64_t *idx, int th) {
-                   return kwker_kth_rows(code, keys, n, g.L, k - 1, kFlagsAsc, vals, idx, th);
-                 });
+    const int rc = kwker_kth_cols(code_of(self.scalar_type()), self.data_ptr(), outer, L, inner,
+                                  k - 1, kFlagsAsc, v.data_ptr(), i.data_ptr<int64_t>(), threads);
+    TORCH_CHECK(rc == KWKER_OK, "kwker: ", kwker_last_error());
     if (!keepdim) {
       v = v.squeeze(d);
       i = i.squeeze(d);

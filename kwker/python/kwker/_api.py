@@ -1,7 +1,8 @@
 """kwker.sort, argsort, sort_segments, topk: layout normalisation around the C calls.
 
 Every function copies (or reads) the caller's data, never writes it. The C API wants C-contiguous
-native-endian data, so each call moves the sorted axis last and makes a contiguous native copy.
+native-endian data, so a call copies only to fix layout or byte order; along an axis before the
+last the C calls work down the columns (kwker_sort_cols, kwker_topk_cols) without moving it.
 """
 import numpy as np
 
@@ -31,15 +32,34 @@ def sort(a, axis=None, *, descending=False, nans_first=False, threads=None):
         impl.sort_copy(code, _dtypes.c_view(src, code), _dtypes.c_view(out, code), fl, th)
         return out
     ax = _args.axis(axis, arr.ndim, "sort")
-    src = _contiguous_native(arr if ax == arr.ndim - 1 else np.moveaxis(arr, ax, -1), native)
+    src = _contiguous_native(arr, native)
+    if ax != arr.ndim - 1:
+        # Down the columns where they lie (kwker_sort_cols): no transposed copies. A copy made
+        # here for layout or byte order is ours, so it is sorted in place.
+        work = src if src is not arr else np.empty(src.shape, native)
+        if src.size:
+            outer, rows, cols = _around(src.shape, ax)
+            impl.sort_cols(code, _dtypes.c_view(src, code), _dtypes.c_view(work, code), outer,
+                           rows, cols, fl, th)
+        return work
     work = np.empty(src.shape, native)
     cols = work.shape[-1]
     if work.size:
         impl.sort_rows(code, _dtypes.c_view(src, code), _dtypes.c_view(work, code),
                        work.size // cols, cols, fl, th)
-    if ax == arr.ndim - 1:
-        return work
-    return np.ascontiguousarray(np.moveaxis(work, -1, ax))
+    return work
+
+
+def _around(shape, ax):
+    """(outer, rows, cols) of a C-order array seen along axis ax: the axis's length, and the
+    products of the lengths before and after it."""
+    outer = 1
+    for length in shape[:ax]:
+        outer *= length
+    cols = 1
+    for length in shape[ax + 1:]:
+        cols *= length
+    return outer, shape[ax], cols
 
 
 def _last_axis(a, axis):
@@ -73,14 +93,17 @@ def argsort(a, axis=None, *, descending=False, nans_first=False, threads=None):
             impl.argsort(code, _dtypes.c_view(data, code), out, fl, th)
         return out
     ax = _args.axis(axis, arr.ndim, "argsort")
-    data = _contiguous_native(arr if ax == arr.ndim - 1 else np.moveaxis(arr, ax, -1), native)
+    data = _contiguous_native(arr, native)
     out = np.empty(data.shape, _INT64)
-    cols = data.shape[-1]
-    if data.size:
-        impl.argsort_rows(code, _dtypes.c_view(data, code), data.size // cols, cols, out, fl, th)
-    if ax == arr.ndim - 1:
+    if not data.size:
         return out
-    return np.ascontiguousarray(np.moveaxis(out, -1, ax))
+    if ax != arr.ndim - 1:
+        outer, rows, cols = _around(data.shape, ax)  # down the columns (kwker_sort_cols)
+        impl.argsort_cols(code, _dtypes.c_view(data, code), outer, rows, cols, out, fl, th)
+        return out
+    cols = data.shape[-1]
+    impl.argsort_rows(code, _dtypes.c_view(data, code), data.size // cols, cols, out, fl, th)
+    return out
 
 
 def _check_offsets(offsets, n):

@@ -27,6 +27,10 @@ _SIGNATURES = {
                                 c_void_p, c_void_p, c_int]),
     "kwker_topk_cols": (c_int, [c_int, c_void_p, c_int64, c_int64, c_int64, c_int64, c_uint,
                                 c_int, c_void_p, c_void_p, c_int]),
+    "kwker_sort_cols": (c_int, [c_int, c_void_p, c_void_p, c_void_p, c_int64, c_int64, c_int64,
+                                c_uint, c_int]),
+    "kwker_kth_cols": (c_int, [c_int, c_void_p, c_int64, c_int64, c_int64, c_int64, c_uint,
+                               c_void_p, c_void_p, c_int]),
     "kwker_sort_pairs_rows": (c_int, [c_int, c_void_p, c_void_p, c_void_p, c_int64, c_int64,
                                       c_uint, c_int]),
     "kwker_kth_rows": (c_int, [c_int, c_void_p, c_int64, c_int64, c_int64, c_uint, c_void_p,
@@ -193,6 +197,14 @@ class CtypesBackend:
                                              1 if sorted_ else 0, _ptr(out_values),
                                              _ptr(out_indices), threads))
 
+    def sort_cols(self, code, src, dst, outer, rows, cols, flags, threads):
+        self._check(self.lib.kwker_sort_cols(code, _ptr(src), _ptr(dst), None, outer, rows, cols,
+                                             flags, threads))
+
+    def argsort_cols(self, code, arr, outer, rows, cols, out, flags, threads):
+        self._check(self.lib.kwker_sort_cols(code, _ptr(arr), None, _ptr(out), outer, rows, cols,
+                                             flags, threads))
+
     # ---- kwker.torch_ops: raw addresses of contiguous CPU tensors (see _fast's *_ptr) ----
     def sort_pairs_ptr(self, code, src, vals, idx, rows, cols, flags, threads):
         self._check(self.lib.kwker_sort_pairs_rows(code, src or None, vals or None, idx or None,
@@ -208,6 +220,14 @@ class CtypesBackend:
         self._check(self.lib.kwker_topk_cols(code, src or None, outer, rows, cols, k, flags,
                                              1 if sorted_ else 0, vals or None, idx or None,
                                              threads))
+
+    def sort_cols_ptr(self, code, src, vals, idx, outer, rows, cols, flags, threads):
+        self._check(self.lib.kwker_sort_cols(code, src or None, vals or None, idx or None,
+                                             outer, rows, cols, flags, threads))
+
+    def kth_cols_ptr(self, code, src, outer, rows, cols, rank, flags, vals, idx, threads):
+        self._check(self.lib.kwker_kth_cols(code, src or None, outer, rows, cols, rank, flags,
+                                            vals or None, idx or None, threads))
 
     def kth_rows_ptr(self, code, src, rows, cols, rank, flags, vals, idx, threads):
         self._check(self.lib.kwker_kth_rows(code, src or None, rows, cols, rank, flags,

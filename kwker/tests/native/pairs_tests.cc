@@ -5,7 +5,8 @@
 // threshold of these paths: register networks, the 16-bit packing limit, counting sorts, the
 // exact and the dropped-bit 64-bit packing, the LSD radix, the sampled selection (2048 columns,
 // k up to cols / 8) and the thread threshold; also with radix and parallel off and without
-// scratch (every fallback).
+// scratch (every fallback). The same down the columns of matrices (kwker_topk_cols,
+// kwker_sort_cols, kwker_kth_cols).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -360,6 +361,118 @@ void test_select_columns() {
   }
 }
 
+// Sort, stable argsort and k-th value down the columns (kwker_sort_cols, kwker_kth_cols) against
+// the reference on each column: values alone (a copy, and in place), indices alone, both, and
+// the k-th value at a few ranks; blocks of whole lines and a part one, narrow matrices (one
+// block, the row kernels given the threads), several matrices, the thread split, and without
+// scratch (each column where it lies).
+void check_sort_columns(int dtype, const std::vector<uint8_t> &data, int64_t outer, int64_t rows,
+                        int64_t cols, unsigned flags, const std::string &tag, int threads) {
+  const int w = dtype_size(dtype);
+  const int64_t n = outer * rows * cols;
+  // Column j of matrix a: its stable order (rows) and its sorted values, laid out like data.
+  std::vector<int64_t> order(static_cast<size_t>(n)), colorder(static_cast<size_t>(rows));
+  std::vector<uint8_t> sorted(static_cast<size_t>(n * w)), col(static_cast<size_t>(rows * w)),
+      colsorted(static_cast<size_t>(rows * w));
+  for (int64_t a = 0; a < outer; ++a)
+    for (int64_t j = 0; j < cols; ++j) {
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(col.data() + r * w, data.data() + ((a * rows + r) * cols + j) * w, size_t(w));
+      kwker::ref::argsort(dtype, col.data(), rows, colorder.data(), flags);
+      kwker::ref::sort(dtype, col.data(), colsorted.data(), rows, flags);
+      for (int64_t r = 0; r < rows; ++r) {
+        order[size_t((a * rows + r) * cols + j)] = colorder[size_t(r)];
+        std::memcpy(sorted.data() + ((a * rows + r) * cols + j) * w, colsorted.data() + r * w,
+                    size_t(w));
+      }
+    }
+  auto src_at = [&](int64_t a, int64_t r, int64_t j) {
+    return data.data() + ((a * rows + r) * cols + j) * w;
+  };
+  for (const char *e : g_engines) {
+    kwker_set_isa(e);
+    g_where = std::string(e) + " " + kwker::ref::dtype_name(dtype) + " " +
+              std::to_string(outer) + "x" + std::to_string(rows) + "x" + std::to_string(cols) +
+              mode_label(flags) + " " + tag + " threads=" + std::to_string(threads);
+    {
+      Guarded v(size_t(n * w));
+      bool ok = kwker_sort_cols(dtype, data.data(), v.data(), nullptr, outer, rows, cols, flags,
+                                threads) == KWKER_OK &&
+                v.intact() && kwker::ref::values_equal(dtype, v.data(), sorted.data(), n);
+      check(ok, "sort_cols values");
+      std::vector<uint8_t> inplace(data);
+      ok = kwker_sort_cols(dtype, inplace.data(), inplace.data(), nullptr, outer, rows, cols,
+                           flags, threads) == KWKER_OK &&
+           kwker::ref::values_equal(dtype, inplace.data(), sorted.data(), n);
+      check(ok, "sort_cols values in place");
+    }
+    for (bool with_values : {false, true}) {
+      Guarded v(size_t(n * w)), i(size_t(n * 8));
+      const int rc = kwker_sort_cols(dtype, data.data(), with_values ? v.data() : nullptr,
+                                     reinterpret_cast<int64_t *>(i.data()), outer, rows, cols,
+                                     flags, threads);
+      bool ok = rc == KWKER_OK && v.intact() && i.intact();
+      const int64_t *got = reinterpret_cast<const int64_t *>(i.data());
+      for (int64_t a = 0; a < outer && ok; ++a)
+        for (int64_t q = 0; q < rows && ok; ++q)
+          for (int64_t j = 0; j < cols && ok; ++j) {
+            const int64_t at = (a * rows + q) * cols + j, r = got[at];
+            ok = r == order[size_t(at)] &&
+                 (!with_values ||
+                  std::memcmp(v.data() + at * w, src_at(a, r, j), size_t(w)) == 0);
+          }
+      check(ok, with_values ? "sort_cols values and indices" : "sort_cols indices");
+    }
+    for (int64_t rank : {int64_t(0), rows / 2, rows - 1}) {
+      const int64_t m = outer * cols;
+      Guarded kv(size_t(m * w)), ki(size_t(m * 8));
+      bool ok = kwker_kth_cols(dtype, data.data(), outer, rows, cols, rank, flags, kv.data(),
+                               reinterpret_cast<int64_t *>(ki.data()), threads) == KWKER_OK &&
+                kv.intact() && ki.intact();
+      const int64_t *got = reinterpret_cast<const int64_t *>(ki.data());
+      for (int64_t a = 0; a < outer && ok; ++a)
+        for (int64_t j = 0; j < cols && ok; ++j) {
+          const int64_t r = got[a * cols + j];
+          ok = r == order[size_t((a * rows + rank) * cols + j)] &&
+               std::memcmp(kv.data() + (a * cols + j) * w, src_at(a, r, j), size_t(w)) == 0;
+        }
+      check(ok, "kth_cols rank=" + std::to_string(rank));
+    }
+  }
+}
+
+void test_sort_columns() {
+  for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype)
+    for (int dist : {int(kwker::ref::kUniform), int(kwker::ref::kReversed),
+                     int(kwker::ref::kFewDistinct), int(kwker::ref::kSpecials)})
+      for (unsigned flags : {0u, unsigned(KWKER_NAN_LARGEST | KWKER_DESCENDING),
+                             unsigned(KWKER_DESCENDING | KWKER_NANS_FIRST)}) {
+        // 150 columns of 60: blocks of whole lines and a part one, two matrices; 3 columns:
+        // narrower than a line (one block); columns of 1 and 2 rows.
+        check_sort_columns(dtype, kwker::ref::generate(dtype, dist, 2 * 60 * 150, 23), 2, 60,
+                           150, flags, kwker::ref::dist_name(dist), 0);
+        check_sort_columns(dtype, kwker::ref::generate(dtype, dist, 300 * 3, 29), 1, 300, 3,
+                           flags, kwker::ref::dist_name(dist), 0);
+        check_sort_columns(dtype, kwker::ref::generate(dtype, dist, 2 * 37, 31), 1, 2, 37, flags,
+                           kwker::ref::dist_name(dist), 0);
+      }
+  for (int dtype : {KWKER_FLOAT32, KWKER_INT64, KWKER_INT16, KWKER_FLOAT64, KWKER_UINT8}) {
+    // Past the thread threshold: blocks claimed by both threads (1,000 x 300), and a narrow
+    // matrix whose one block hands the threads to the transposes and the row kernels.
+    check_sort_columns(dtype, kwker::ref::generate(dtype, kwker::ref::kNanHeavy, 1000 * 300, 31),
+                       1, 1000, 300, KWKER_NAN_LARGEST | KWKER_DESCENDING, "threads", 2);
+    check_sort_columns(dtype, kwker::ref::generate(dtype, kwker::ref::kUniform, 40000 * 7, 33), 1,
+                       40000, 7, 0, "narrow threads", 2);
+    kwker_set_scratch_limit(0);
+    for (int dist : {int(kwker::ref::kFewDistinct), int(kwker::ref::kSpecials),
+                     int(kwker::ref::kNanHeavy)})
+      check_sort_columns(dtype, kwker::ref::generate(dtype, dist, 2 * 90 * 70, 37), 2, 90, 70,
+                         KWKER_NAN_LARGEST, std::string("no scratch ") +
+                                                kwker::ref::dist_name(dist), 2);
+    kwker_set_scratch_limit(-1);
+  }
+}
+
 void test_pairs_errors() {
   g_where = "pairs errors";
   float x[4] = {3, 1, 2, 0};
@@ -395,6 +508,33 @@ void test_pairs_errors() {
         "topk_cols: sizes overflowing int64 rejected");
   check(kwker_topk_cols(KWKER_FLOAT32, x, 0, 4, 1, 2, 0, 1, nullptr, nullptr, 0) == KWKER_OK,
         "topk_cols: no matrices is fine");
+  check(kwker_sort_cols(KWKER_FLOAT32, x, nullptr, nullptr, 1, 2, 2, 0, 0) ==
+                KWKER_E_INVALID_ARGUMENT &&
+            std::strstr(kwker_last_error(), "both NULL") != nullptr,
+        "sort_cols: neither output rejected with the fix");
+  check(kwker_sort_cols(KWKER_FLOAT32, x, x, idx, 1, 2, 2, 0, 0) == KWKER_E_INVALID_ARGUMENT &&
+            std::strstr(kwker_last_error(), "separate buffer") != nullptr,
+        "sort_cols: vals == src with indices rejected with the fix");
+  check(kwker_sort_cols(KWKER_FLOAT32, nullptr, v, idx, 1, 2, 2, 0, 0) ==
+            KWKER_E_INVALID_ARGUMENT,
+        "sort_cols: NULL src rejected");
+  check(kwker_sort_cols(KWKER_FLOAT32, x, v, idx, int64_t(1) << 40, int64_t(1) << 20,
+                        int64_t(1) << 10, 0, 0) == KWKER_E_INVALID_ARGUMENT &&
+            std::strstr(kwker_last_error(), "overflows") != nullptr,
+        "sort_cols: sizes overflowing int64 rejected");
+  check(kwker_sort_cols(KWKER_FLOAT32, x, v, idx, 1, -2, 2, 0, 0) == KWKER_E_INVALID_ARGUMENT,
+        "sort_cols: negative rows rejected");
+  check(kwker_sort_cols(KWKER_FLOAT32, x, x, nullptr, 1, 2, 2, 0, 0) == KWKER_OK &&
+            x[0] == 2 && x[1] == 0 && x[2] == 3 && x[3] == 1,
+        "sort_cols: the columns of [[3, 1], [2, 0]] sorted in place");
+  check(kwker_kth_cols(KWKER_FLOAT32, x, 1, 2, 2, 2, 0, v, idx, 0) == KWKER_E_INVALID_ARGUMENT &&
+            std::strstr(kwker_last_error(), "rank = 2") != nullptr,
+        "kth_cols: rank out of range rejected with the fix");
+  check(kwker_kth_cols(KWKER_FLOAT32, x, 1, 2, 2, 0, 0, v, nullptr, 0) ==
+            KWKER_E_INVALID_ARGUMENT,
+        "kth_cols: NULL out_index rejected");
+  check(kwker_kth_cols(KWKER_FLOAT32, x, 0, 2, 2, 5, 0, nullptr, nullptr, 0) == KWKER_OK,
+        "kth_cols: no matrices is fine");
 }
 
 }  // namespace
@@ -407,5 +547,6 @@ void run_pairs_tests() {
   test_select();
   test_select_dropped_bits();
   test_select_columns();
+  test_sort_columns();
   kwker_set_isa(nullptr);
 }

@@ -82,8 +82,9 @@ def test_every_entry_point_equals_torch_stable(torch_ops, no_thresholds, kind):
     refs = {}
     cases = [(dt, shape, d) for dt in DTYPES for shape, d in
              (((3000,), 0), ((40, 70), 1), ((40, 70), 0), ((5, 6, 7), 1),
-              # a dim before the last of a larger tensor: columns gathered in blocks (the last
-              # one partial) and split over threads, or the transposing path for 1-byte types
+              # a dim before the last of a larger tensor: down the columns in the core
+              # (kwker_sort_cols / kwker_kth_cols: blocks of columns, the last one partial,
+              # claimed by the threads)
               ((300, 130), 0), ((4, 50, 90), 1))]
     for dt, shape, d in cases:
         x = _mixed(dt, shape, seed=len(refs))

@@ -99,6 +99,13 @@ def sort(self, dim, descending, threads=None):
         return vals, idx
     code = CODES[x.dtype]
     flags = NAN_LARGEST | (DESCENDING if descending else 0)
+    if d != x.dim() - 1 and x.is_contiguous():
+        # Down the columns where they lie (kwker_sort_cols): no transposed copy either way.
+        outer, rows = math.prod(x.shape[:d]), x.shape[d]
+        _backend.impl.sort_cols_ptr(code, x.data_ptr(), vals.data_ptr(), idx.data_ptr(), outer,
+                                    rows, x.numel() // (outer * rows), flags, _threads(threads))
+        _corrupt("sort", idx)
+        return vals, idx
     cols = x.shape[d]
     src = x.movedim(d, -1)
     direct = src.is_contiguous() and vals.movedim(d, -1).is_contiguous()
@@ -159,6 +166,20 @@ def kthvalue(self, k, dim, keepdim, threads=None):
     """(values, indices) of torch.kthvalue: position k - 1 of the stable ascending order."""
     x = self.detach()
     d = _dim(x, dim)
+    if d != x.dim() - 1 and x.is_contiguous() and x.numel():
+        shape = list(x.shape)
+        shape[d] = 1
+        v = torch.empty(shape, dtype=x.dtype)
+        i = torch.empty(shape, dtype=torch.int64)
+        outer, rows = math.prod(x.shape[:d]), x.shape[d]
+        _backend.impl.kth_cols_ptr(CODES[x.dtype], x.data_ptr(), outer, rows,
+                                   x.numel() // (outer * rows), k - 1, NAN_LARGEST, v.data_ptr(),
+                                   i.data_ptr(), _threads(threads))
+        if not keepdim:
+            v, i = v.squeeze(d), i.squeeze(d)
+        if os.environ.get(CORRUPT_ENV) == "kthvalue" and i.numel():
+            i.view(-1)[0] += 1
+        return v, i
     src, rows, cols = _rows(x, d)
     v = torch.empty(src.shape[:-1], dtype=x.dtype)
     i = torch.empty(src.shape[:-1], dtype=torch.int64)
