@@ -26,7 +26,6 @@
 #include <type_traits>
 #include <cstring>
 #include <limits>
-#include <memory>
 
 #include "core/engine_ns-inl.h"
 #include "core/memory-inl.h"
@@ -338,11 +337,79 @@ inline int e_topk_cols(CallCtx &ctx, int dtype, const void *data, int64_t outer,
 
 constexpr size_t kColsTile = 16;
 
-// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols. 4- and 8-byte keys go through
-// the engine's register transposes (W x W tiles: one load and one store per W keys where the
-// scalar loop spent one of each per key), the edges and other widths through scalar tiles. The
-// outer loop runs along the longer side, so that the short side's lines (a block's columns, or
-// the rows it writes back) are finished while they are in L1.
+// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols. 2-, 4- and 8-byte keys go through
+// register transposes (W x W tiles of the engine's registers, then 256-bit tiles for what is
+// left, e.g. a block of 10 columns on AVX-512; 16-bit keys in 16 x 16 tiles of 256 bits: one
+// load and one store per register of keys where the scalar loop spent one of each per key), the
+// edges and 1-byte keys through scalar tiles.
+// The outer loop runs along the longer side, so that the short side's lines (a block's columns,
+// or the rows it writes back) are finished while they are in L1.
+template <class T> struct ColTiles {
+  template <class S, class Transpose>
+  static void cover(const T *src, size_t lds, T *dst, size_t ldd, size_t r0, size_t r1,
+                    size_t c0, size_t c1, Transpose transpose, size_t *rf, size_t *cf) {
+    using V = typename S::V;
+    using I = typename S::T;
+    constexpr size_t W = S::W;
+    *rf = r0 + (r1 - r0) / W * W;
+    *cf = c0 + (c1 - c0) / W * W;
+    auto tile = [&](size_t r, size_t c) {
+      V v[W];
+      for (size_t i = 0; i < W; ++i)
+        v[i] = S::load(reinterpret_cast<const I *>(src + (r + i) * lds + c));
+      transpose(v);
+      for (size_t i = 0; i < W; ++i)
+        S::store(reinterpret_cast<I *>(dst + (c + i) * ldd + r), v[i]);
+    };
+    if (r1 - r0 >= c1 - c0) {
+      for (size_t r = r0; r < *rf; r += W)
+        for (size_t c = c0; c < *cf; c += W) tile(r, c);
+    } else {
+      for (size_t c = c0; c < *cf; c += W)
+        for (size_t r = r0; r < *rf; r += W) tile(r, c);
+    }
+  }
+};
+
+#if defined(__AVX2__)
+// 256-bit loads and stores of 32- or 64-bit lanes, for the tiles of ColTiles on both engines.
+template <class I> struct Lanes256 {
+  using T = I;
+  using V = __m256i;
+  static constexpr size_t W = 32 / sizeof(I);
+  static KWKER_VQ_INLINE V load(const I *p) { return _mm256_loadu_si256((const __m256i *)p); }
+  static KWKER_VQ_INLINE void store(I *p, V v) { _mm256_storeu_si256((__m256i *)p, v); }
+};
+#endif
+
+#if defined(__SSE4_2__) || defined(__AVX2__)
+// 128-bit loads and stores of 16-bit lanes, and their 8 x 8 transpose (three rounds of unpacks):
+// 16-bit blocks narrower than a 256-bit register's 16 lanes (a matrix of 10 columns).
+struct Lanes128x16 {
+  using T = int16_t;
+  using V = __m128i;
+  static constexpr size_t W = 8;
+  static KWKER_VQ_INLINE V load(const T *p) { return _mm_loadu_si128((const __m128i *)p); }
+  static KWKER_VQ_INLINE void store(T *p, V v) { _mm_storeu_si128((__m128i *)p, v); }
+};
+KWKER_VQ_INLINE void transpose_8x8_epi16(__m128i *r) {
+  __m128i a[8], b[8];
+  for (int i = 0; i < 4; ++i) {  // a[2i]: columns 0-3 of rows 2i, 2i + 1, interleaved; a[2i+1]: 4-7
+    a[2 * i] = _mm_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm_unpackhi_epi16(r[2 * i], r[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h)  // b[4h + q]: columns 2q, 2q + 1 of rows 4h..4h+3
+    for (int q = 0; q < 2; ++q) {
+      b[4 * h + 2 * q] = _mm_unpacklo_epi32(a[4 * h + q], a[4 * h + 2 + q]);
+      b[4 * h + 2 * q + 1] = _mm_unpackhi_epi32(a[4 * h + q], a[4 * h + 2 + q]);
+    }
+  for (int q = 0; q < 4; ++q) {  // column 2q, then 2q + 1, of all eight rows
+    r[2 * q] = _mm_unpacklo_epi64(b[q], b[4 + q]);
+    r[2 * q + 1] = _mm_unpackhi_epi64(b[q], b[4 + q]);
+  }
+}
+#endif
+
 template <class T>
 void transpose_block(const T *src, size_t lds, T *dst, size_t ldd, size_t rows, size_t cols) {
   auto scalar = [&](size_t r0, size_t r1, size_t c0, size_t c1) {
@@ -352,33 +419,64 @@ void transpose_block(const T *src, size_t lds, T *dst, size_t ldd, size_t rows, 
         for (size_t r = rt; r < re; ++r) dst[c * ldd + r] = src[r * lds + c];
     }
   };
-  size_t rf = 0, cf = 0;  // the rows and columns the register tiles cover
+  // [0, rows) x [0, cols) minus what the register tiles covered: [0, rf) x [cf, cols) and
+  // [rf, rows) x [0, cols), each through the next tier.
+  auto rest = [&](size_t rf, size_t cf, auto next) {
+    next(0, rf, cf, cols);
+    next(rf, rows, 0, cols);
+  };
+#if defined(__SSE4_2__) || defined(__AVX2__)
+  if constexpr (sizeof(T) == 2) {
+    auto tiles128 = [&](size_t r0, size_t r1, size_t c0, size_t c1) {
+      size_t rf, cf;
+      ColTiles<T>::template cover<Lanes128x16>(src, lds, dst, ldd, r0, r1, c0, c1,
+                                               transpose_8x8_epi16, &rf, &cf);
+      scalar(r0, rf, cf, c1);
+      scalar(rf, r1, c0, c1);
+    };
+#if defined(__AVX2__)
+    size_t rf, cf;  // 16 x 16 tiles of 256-bit registers, then 8 x 8 of 128 bits
+    ColTiles<T>::template cover<Lanes256<int16_t>>(
+        src, lds, dst, ldd, 0, rows, 0, cols, [](__m256i *v) { vq::transpose_16x16_epi16(v); },
+        &rf, &cf);
+    rest(rf, cf, tiles128);
+#else
+    tiles128(0, rows, 0, cols);
+#endif
+    return;
+  }
+#endif
   if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
     using I = typename std::conditional<sizeof(T) == 4, int32_t, int64_t>::type;
     using S = vq::Ops<I>;
     if constexpr (vq::TransposedNetwork<S>::value) {
-      constexpr size_t W = S::W;
-      rf = rows / W * W;
-      cf = cols / W * W;
-      auto tile = [&](size_t r, size_t c) {
-        typename S::V v[W];
-        for (size_t i = 0; i < W; ++i)
-          v[i] = S::load(reinterpret_cast<const I *>(src + (r + i) * lds + c));
-        S::transpose_square(v);
-        for (size_t i = 0; i < W; ++i)
-          S::store(reinterpret_cast<I *>(dst + (c + i) * ldd + r), v[i]);
+#if defined(__AVX2__)
+      auto tiles256 = [&](size_t r0, size_t r1, size_t c0, size_t c1) {
+        size_t rf, cf;
+        auto tr = [](__m256i *v) {
+          if constexpr (sizeof(T) == 4) vq::transpose_8x8_epi32(v);
+          else vq::transpose_4x4_epi64(v);
+        };
+        ColTiles<T>::template cover<Lanes256<I>>(src, lds, dst, ldd, r0, r1, c0, c1, tr, &rf,
+                                                 &cf);
+        scalar(r0, rf, cf, c1);
+        scalar(rf, r1, c0, c1);
       };
-      if (rows >= cols) {
-        for (size_t r = 0; r < rf; r += W)
-          for (size_t c = 0; c < cf; c += W) tile(r, c);
-      } else {
-        for (size_t c = 0; c < cf; c += W)
-          for (size_t r = 0; r < rf; r += W) tile(r, c);
+#endif
+      size_t rf, cf;
+      ColTiles<T>::template cover<S>(src, lds, dst, ldd, 0, rows, 0, cols,
+                                     [](typename S::V *v) { S::transpose_square(v); }, &rf, &cf);
+#if defined(__AVX2__)
+      if constexpr (S::W * sizeof(I) > 32) {  // wider registers: 256-bit tiles for the rest
+        rest(rf, cf, tiles256);
+        return;
       }
+#endif
+      rest(rf, cf, scalar);
+      return;
     }
   }
-  scalar(0, rf, cf, cols);
-  scalar(rf, rows, 0, cols);
+  scalar(0, rows, 0, cols);
 }
 
 // The same split along the longer side over the context's threads (a block that has the call's
@@ -450,16 +548,16 @@ inline ColBlocks col_blocks(const CallCtx &ctx, size_t outer, size_t R, size_t C
   return b;
 }
 
-// Runs block(sub, a, j0, n) on every block (matrix a, columns j0..j0+n), claimed in order by
-// the threads; sub is a one-thread context (or `inner` threads when the blocks are fewer than
-// the threads), setup() makes each thread's buffers first.
-template <class Setup, class Block>
-void over_col_blocks(CallCtx &ctx, const ColBlocks &b, size_t C, Setup setup, Block block) {
+// Runs block(sub, bufs, a, j0, n) on every block (matrix a, columns j0..j0+n), claimed in order
+// by the threads; sub is a one-thread context (or `inner` threads when the blocks are fewer than
+// the threads), bufs each thread's Bufs(args...).
+template <class Bufs, class Block, class... Args>
+void over_col_blocks(CallCtx &ctx, const ColBlocks &b, size_t C, Block block, Args... args) {
   size_t next = 0;
   int inner_used = 1;  // written by the one thread of a call whose block got `inner` threads
   auto task = [&](int) {
     CallCtx sub{b.inner, ctx.algos, 1};
-    auto bufs = setup();
+    Bufs bufs(args...);
     for (;;) {
       const size_t t = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
       if (t >= b.tasks) break;
@@ -475,6 +573,10 @@ void over_col_blocks(CallCtx &ctx, const ColBlocks &b, size_t C, Setup setup, Bl
     parallel_tasks(ctx, b.threads, task);
   }
 }
+
+// A block's buffers: on the stack for small calls (no scratch cache lock: a 10 x 10 matrix sorts
+// in about a microsecond), else from scratch (null when refused).
+constexpr size_t kColsStackBytes = 4096;
 
 // Stable partition of col[0..n) (stride ld): the keys for which keep() holds first, each side in
 // its input order. In place by rotations (no scratch), O(n log n) moves.
@@ -547,23 +649,20 @@ inline int e_sort_cols(CallCtx &ctx, int dtype, const void *src, void *vals, int
     const size_t R = size_t(rows), C = size_t(cols);
     const ColBlocks b = col_blocks(ctx, size_t(outer), R, C, sizeof(T));
     struct Bufs {
-      Scratch<T> keys, sorted;
-      Scratch<int64_t> order;
+      SmallBuffer<T, kColsStackBytes / 8> keys, sorted;
+      SmallBuffer<int64_t, kColsStackBytes / 8> order;
       Bufs(size_t nk, size_t nv, size_t ni) : keys(nk), sorted(nv), order(ni) {}
     };
-    over_col_blocks(
+    const size_t nb = b.chunk * R;
+    over_col_blocks<Bufs>(
         ctx, b, C,
-        [&] {
-          const size_t n = b.chunk * R;
-          return std::make_unique<Bufs>(n, v && idx ? n : 0, idx ? n : 0);
-        },
-        [&](CallCtx &sub, std::unique_ptr<Bufs> &bufs, size_t a, size_t j0, size_t n) {
+        [&](CallCtx &sub, Bufs &bufs, size_t a, size_t j0, size_t n) {
           const T *in = s + a * R * C + j0;
           T *vo = v ? v + a * R * C + j0 : nullptr;
           int64_t *io = idx ? idx + a * R * C + j0 : nullptr;
-          T *keys = bufs->keys.ptr;
+          T *keys = bufs.keys.ptr;
           const Segments segs{nullptr, int64_t(n), int64_t(R)};
-          if (keys && (!vo || !io || bufs->sorted.ptr) && (!io || bufs->order.ptr)) {
+          if (keys && bufs.sorted.ptr && bufs.order.ptr) {
             gather_col_block(sub, in, R, C, n, keys);
             if (!io) {
               e_sort_segments(sub, dtype, keys, keys, segs, flags);
@@ -571,13 +670,13 @@ inline int e_sort_cols(CallCtx &ctx, int dtype, const void *src, void *vals, int
               return;
             }
             if (vo) {
-              e_sort_pairs_segments(sub, dtype, keys, bufs->sorted.ptr, bufs->order.ptr, segs,
+              e_sort_pairs_segments(sub, dtype, keys, bufs.sorted.ptr, bufs.order.ptr, segs,
                                     flags);
-              scatter_col_block(sub, bufs->sorted.ptr, R, n, vo, C);
+              scatter_col_block(sub, bufs.sorted.ptr, R, n, vo, C);
             } else {
-              e_argsort_segments(sub, dtype, keys, segs, bufs->order.ptr, flags, true);
+              e_argsort_segments(sub, dtype, keys, segs, bufs.order.ptr, flags, true);
             }
-            scatter_col_block(sub, bufs->order.ptr, R, n, io, C);
+            scatter_col_block(sub, bufs.order.ptr, R, n, io, C);
             return;
           }
           // The scratch limit refused the buffers: each column where it lies.
@@ -590,7 +689,8 @@ inline int e_sort_cols(CallCtx &ctx, int dtype, const void *src, void *vals, int
               sort_col_heap(c, vo + j, R, C);
             }
           }
-        });
+        },
+        nb, v && idx ? nb : 0, idx ? nb : 0);
   });
 }
 
@@ -608,23 +708,23 @@ inline int e_kth_cols(CallCtx &ctx, int dtype, const void *data, int64_t outer, 
     const size_t R = size_t(rows), C = size_t(cols);
     const ColBlocks b = col_blocks(ctx, size_t(outer), R, C, sizeof(T));
     struct Bufs {
-      Scratch<T> keys, val;
-      Scratch<int64_t> row;
+      SmallBuffer<T, kColsStackBytes / 8> keys, val;
+      SmallBuffer<int64_t, 64> row;
       Bufs(size_t nk, size_t n) : keys(nk), val(n), row(n) {}
     };
-    over_col_blocks(
-        ctx, b, C, [&] { return std::make_unique<Bufs>(b.chunk * R, b.chunk); },
-        [&](CallCtx &sub, std::unique_ptr<Bufs> &bufs, size_t a, size_t j0, size_t n) {
+    over_col_blocks<Bufs>(
+        ctx, b, C,
+        [&](CallCtx &sub, Bufs &bufs, size_t a, size_t j0, size_t n) {
           const T *in = s + a * R * C + j0;
           T *vo = v + a * C + j0;
           int64_t *io = out_indices + a * C + j0;
-          if (bufs->keys.ptr && bufs->val.ptr && bufs->row.ptr) {
-            gather_col_block(sub, in, R, C, n, bufs->keys.ptr);
-            e_kth_rows(sub, dtype, bufs->keys.ptr, int64_t(n), rows, rank, flags,
-                       bufs->val.ptr, bufs->row.ptr);
+          if (bufs.keys.ptr && bufs.val.ptr && bufs.row.ptr) {
+            gather_col_block(sub, in, R, C, n, bufs.keys.ptr);
+            e_kth_rows(sub, dtype, bufs.keys.ptr, int64_t(n), rows, rank, flags, bufs.val.ptr,
+                       bufs.row.ptr);
             for (size_t j = 0; j < n; ++j) {
-              vo[j] = bufs->val.ptr[j];
-              io[j] = bufs->row.ptr[j];
+              vo[j] = bufs.val.ptr[j];
+              io[j] = bufs.row.ptr[j];
             }
             return;
           }
@@ -633,7 +733,8 @@ inline int e_kth_cols(CallCtx &ctx, int dtype, const void *data, int64_t outer, 
             io[j] = r;
             vo[j] = in[size_t(r) * C + j];
           }
-        });
+        },
+        b.chunk * R, b.chunk);
   });
 }
 

@@ -166,6 +166,40 @@ constexpr ByteShuffleTable make_byte_shuffle_table(unsigned lanes, unsigned byte
   return t;
 }
 
+#if defined(__AVX2__)
+// 8 x 8 32-bit and 4 x 4 64-bit transposes of 256-bit registers, in place: the avx2 engine's
+// transposed networks (Ops<T>::transpose_square below), and on both engines the columns' blocks
+// narrower than a register (core/columns-inl.h).
+KWKER_VQ_INLINE void transpose_8x8_epi32(__m256i* r) {
+  __m256i t[8], u[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i) {  // u[4i + j], 128-bit lane q: rows 4i..4i+3 of column 4q + j
+    u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    r[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
+    r[4 + j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
+  }
+}
+KWKER_VQ_INLINE void transpose_4x4_epi64(__m256i* r) {
+  const __m256i t0 = _mm256_unpacklo_epi64(r[0], r[1]), t1 = _mm256_unpackhi_epi64(r[0], r[1]);
+  const __m256i t2 = _mm256_unpacklo_epi64(r[2], r[3]), t3 = _mm256_unpackhi_epi64(r[2], r[3]);
+  r[0] = _mm256_permute2x128_si256(t0, t2, 0x20);
+  r[1] = _mm256_permute2x128_si256(t1, t3, 0x20);
+  r[2] = _mm256_permute2x128_si256(t0, t2, 0x31);
+  r[3] = _mm256_permute2x128_si256(t1, t3, 0x31);
+}
+#endif
+
 #if defined(__AVX512F__)
 // ---------------------------------------------------------------------------
 // AVX-512: native min/max, compare into mask registers, compress into registers.
@@ -590,37 +624,9 @@ constexpr PermVectors64x4 make_perm_vectors64x4() {
 }
 alignas(64) constexpr PermVectors64x4 kPermVec64x4 = make_perm_vectors64x4();
 
-// Transposes for the transposed networks of network-inl.h (see the AVX-512 ones): 8 x 8 32-bit
-// lanes and 4 x 4 64-bit lanes in place, and the half squares (4 x 8, 2 x 4) whose output
-// vector u holds column 2u, then column 2u + 1.
-KWKER_VQ_INLINE void transpose_8x8_epi32(__m256i* r) {
-  __m256i t[8], u[8];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-#pragma GCC unroll 2
-  for (int i = 0; i < 2; ++i) {  // u[4i + j], 128-bit lane q: rows 4i..4i+3 of column 4q + j
-    u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) {
-    r[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
-    r[4 + j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
-  }
-}
-KWKER_VQ_INLINE void transpose_4x4_epi64(__m256i* r) {
-  const __m256i t0 = _mm256_unpacklo_epi64(r[0], r[1]), t1 = _mm256_unpackhi_epi64(r[0], r[1]);
-  const __m256i t2 = _mm256_unpacklo_epi64(r[2], r[3]), t3 = _mm256_unpackhi_epi64(r[2], r[3]);
-  r[0] = _mm256_permute2x128_si256(t0, t2, 0x20);
-  r[1] = _mm256_permute2x128_si256(t1, t3, 0x20);
-  r[2] = _mm256_permute2x128_si256(t0, t2, 0x31);
-  r[3] = _mm256_permute2x128_si256(t1, t3, 0x31);
-}
+// Transposes for the transposed networks of network-inl.h (see the AVX-512 ones; the 8 x 8
+// 32-bit and 4 x 4 64-bit squares are above, shared with the avx512 engine): the half squares
+// (4 x 8, 2 x 4) whose output vector u holds column 2u, then column 2u + 1.
 KWKER_VQ_INLINE void transpose_4x8_epi32(__m256i* r) {
   const __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
   const __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);

@@ -44,6 +44,48 @@ KWKER_VQ_INLINE __m128i shuf16_128(const Shuf16 &s) {
   }
 #endif
 
+#if defined(__AVX2__)
+// Transposes of 16-bit lanes in 256-bit registers: the avx2 engine's transposed network on
+// 16-bit keys (network-inl.h; as on AVX-512, an 8 x 8 transpose inside each 128-bit half, then
+// the halves recombined), and on both engines the columns' blocks (core/columns-inl.h).
+// r[0..8): afterwards half b of r[p] holds lane 8b + p of the eight inputs, input j in lane j.
+KWKER_VQ_INLINE void transpose_8x8_halves_epi16(__m256i *r) {
+  __m256i a[8], b[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    a[i] = _mm256_unpacklo_epi16(r[2 * i], r[2 * i + 1]);      // lanes 0-3 of inputs 2i, 2i+1
+    a[i + 4] = _mm256_unpackhi_epi16(r[2 * i], r[2 * i + 1]);  // lanes 4-7
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    b[4 * h + 0] = _mm256_unpacklo_epi32(a[4 * h + 0], a[4 * h + 1]);  // lanes 4h+0,1; inputs 0-3
+    b[4 * h + 1] = _mm256_unpackhi_epi32(a[4 * h + 0], a[4 * h + 1]);  // lanes 4h+2,3; inputs 0-3
+    b[4 * h + 2] = _mm256_unpacklo_epi32(a[4 * h + 2], a[4 * h + 3]);  // lanes 4h+0,1; inputs 4-7
+    b[4 * h + 3] = _mm256_unpackhi_epi32(a[4 * h + 2], a[4 * h + 3]);  // lanes 4h+2,3; inputs 4-7
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    r[4 * h + 0] = _mm256_unpacklo_epi64(b[4 * h + 0], b[4 * h + 2]);
+    r[4 * h + 1] = _mm256_unpackhi_epi64(b[4 * h + 0], b[4 * h + 2]);
+    r[4 * h + 2] = _mm256_unpacklo_epi64(b[4 * h + 1], b[4 * h + 3]);
+    r[4 * h + 3] = _mm256_unpackhi_epi64(b[4 * h + 1], b[4 * h + 3]);
+  }
+}
+// 16 x 16: lane l of register j  ->  lane j of register l.
+KWKER_VQ_INLINE void transpose_16x16_epi16(__m256i *r) {
+  transpose_8x8_halves_epi16(r);
+  transpose_8x8_halves_epi16(r + 8);
+  __m256i o[16];
+#pragma GCC unroll 8
+  for (int p = 0; p < 8; ++p) {
+    o[p] = _mm256_permute2x128_si256(r[p], r[8 + p], 0x20);
+    o[8 + p] = _mm256_permute2x128_si256(r[p], r[8 + p], 0x31);
+  }
+#pragma GCC unroll 16
+  for (int u = 0; u < 16; ++u) r[u] = o[u];
+}
+#endif
+
 #if defined(__AVX512F__)
 // Transposes for the network's transposed layout on 16-bit keys (network-inl.h), built from an
 // 8 x 8 transpose inside every 128-bit block (three rounds of unpacks) and a 4 x 4 transpose of
@@ -165,44 +207,6 @@ template <> struct Ops<int16_t> {
 };
 
 #elif defined(__AVX2__)
-// Transposes for the transposed network on 16-bit keys (network-inl.h), as on AVX-512: an
-// 8 x 8 transpose inside each 128-bit half, then the halves recombined.
-// r[0..8): afterwards half b of r[p] holds lane 8b + p of the eight inputs, input j in lane j.
-KWKER_VQ_INLINE void transpose_8x8_halves_epi16(__m256i *r) {
-  __m256i a[8], b[8];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    a[i] = _mm256_unpacklo_epi16(r[2 * i], r[2 * i + 1]);      // lanes 0-3 of inputs 2i, 2i+1
-    a[i + 4] = _mm256_unpackhi_epi16(r[2 * i], r[2 * i + 1]);  // lanes 4-7
-  }
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {
-    b[4 * h + 0] = _mm256_unpacklo_epi32(a[4 * h + 0], a[4 * h + 1]);  // lanes 4h+0,1; inputs 0-3
-    b[4 * h + 1] = _mm256_unpackhi_epi32(a[4 * h + 0], a[4 * h + 1]);  // lanes 4h+2,3; inputs 0-3
-    b[4 * h + 2] = _mm256_unpacklo_epi32(a[4 * h + 2], a[4 * h + 3]);  // lanes 4h+0,1; inputs 4-7
-    b[4 * h + 3] = _mm256_unpackhi_epi32(a[4 * h + 2], a[4 * h + 3]);  // lanes 4h+2,3; inputs 4-7
-  }
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {
-    r[4 * h + 0] = _mm256_unpacklo_epi64(b[4 * h + 0], b[4 * h + 2]);
-    r[4 * h + 1] = _mm256_unpackhi_epi64(b[4 * h + 0], b[4 * h + 2]);
-    r[4 * h + 2] = _mm256_unpacklo_epi64(b[4 * h + 1], b[4 * h + 3]);
-    r[4 * h + 3] = _mm256_unpackhi_epi64(b[4 * h + 1], b[4 * h + 3]);
-  }
-}
-// 16 x 16: lane l of register j  ->  lane j of register l.
-KWKER_VQ_INLINE void transpose_16x16_epi16(__m256i *r) {
-  transpose_8x8_halves_epi16(r);
-  transpose_8x8_halves_epi16(r + 8);
-  __m256i o[16];
-#pragma GCC unroll 8
-  for (int p = 0; p < 8; ++p) {
-    o[p] = _mm256_permute2x128_si256(r[p], r[8 + p], 0x20);
-    o[8 + p] = _mm256_permute2x128_si256(r[p], r[8 + p], 0x31);
-  }
-#pragma GCC unroll 16
-  for (int u = 0; u < 16; ++u) r[u] = o[u];
-}
 // 8 registers, key l * 8 + j in lane l of register j  ->  key i in lane i % 16 of register i / 16.
 KWKER_VQ_INLINE void transpose_8x16_epi16(__m256i *r) {
   transpose_8x8_halves_epi16(r);

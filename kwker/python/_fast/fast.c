@@ -210,6 +210,64 @@ static PyObject *fast_argsort_last(PyObject *self, PyObject *a) {
   return out;
 }
 
+/* Along an axis before the last of a C-contiguous native ndarray, default options: outer, the
+ * axis length (rows) and the product of the lengths after it (cols), for kwker_sort_cols.
+ * 0 to decline (the caller checked -ndim <= axis < ndim). */
+static int axis_view(PyObject *a, int axis, Py_buffer *v, int *code, long long *outer,
+                     long long *rows, long long *cols) {
+  Py_ssize_t r, c;
+  if (!last_axis_view(a, v, code, &r, &c)) return 0;
+  const int ax = axis < 0 ? axis + v->ndim : axis;
+  if (ax < 0 || ax >= v->ndim - 1) {
+    PyBuffer_Release(v);
+    return 0;
+  }
+  long long o = 1, k = 1;
+  for (int d = 0; d < ax; ++d) o *= v->shape[d];
+  for (int d = ax + 1; d < v->ndim; ++d) k *= v->shape[d];
+  *outer = o;
+  *rows = v->shape[ax];
+  *cols = k;
+  return 1;
+}
+
+/* sort_axis(a, axis) / argsort_axis(a, axis): the fast paths of sort and argsort along an axis
+ * before the last (kwker_sort_cols), or None to decline. */
+static PyObject *axis_call(PyObject *args, int indices) {
+  PyObject *a;
+  int axis;
+  if (!PyArg_ParseTuple(args, "Oi", &a, &axis)) return NULL;
+  Py_buffer v, o;
+  int code;
+  long long outer, rows, cols;
+  if (!axis_view(a, axis, &v, &code, &outer, &rows, &cols)) Py_RETURN_NONE;
+  PyObject *dtype = indices ? (Py_INCREF(int64_dtype), int64_dtype)
+                            : PyObject_GetAttr(a, dtype_name);
+  PyObject *out = new_result(&v, dtype);
+  Py_XDECREF(dtype);
+  if (out == NULL || PyObject_GetBuffer(out, &o, OUT_FLAGS) < 0) {
+    Py_XDECREF(out);
+    PyBuffer_Release(&v);
+    return NULL;
+  }
+  int st = KWKER_OK;
+  const long long n = outer * rows * cols;
+  if (n > 0)
+    CALL(n >= GIL_RELEASE_MIN,
+         kwker_sort_cols(code, v.buf, indices ? NULL : o.buf, indices ? (int64_t *)o.buf : NULL,
+                         outer, rows, cols, 0u, 0));
+  PyBuffer_Release(&o);
+  PyBuffer_Release(&v);
+  if (st != KWKER_OK) {
+    Py_DECREF(out);
+    return raise_status(st);
+  }
+  return out;
+}
+
+static PyObject *fast_sort_axis(PyObject *self, PyObject *args) { return axis_call(args, 0); }
+static PyObject *fast_argsort_axis(PyObject *self, PyObject *args) { return axis_call(args, 1); }
+
 /* ---- general calls (arrays prepared by _api.py) ---- */
 
 
@@ -649,6 +707,10 @@ static PyMethodDef methods[] = {
      "sort_last(a) -> sorted along the last axis, or None to decline"},
     {"argsort_last", fast_argsort_last, METH_O,
      "argsort_last(a) -> stable argsort along the last axis, or None to decline"},
+    {"sort_axis", fast_sort_axis, METH_VARARGS,
+     "sort_axis(a, axis) -> sorted along an axis before the last, or None to decline"},
+    {"argsort_axis", fast_argsort_axis, METH_VARARGS,
+     "argsort_axis(a, axis) -> stable argsort along an axis before the last, or None"},
     {"sort_copy", fast_sort_copy, METH_VARARGS, "sort_copy(code, src, dst, flags, threads)"},
     {"argsort", fast_argsort, METH_VARARGS, "argsort(code, data, out, flags, threads)"},
     {"sort_rows", fast_sort_rows, METH_VARARGS, "sort_rows(code, src, dst, rows, cols, flags, threads)"},

@@ -16,11 +16,15 @@ def sort(a, axis=None, *, descending=False, nans_first=False, threads=None):
     """Sorted copy of `a` (flattened when axis is None, else along `axis`)."""
     # The default call (axis None on a 1-D array) is tested inline: a function call is a tenth
     # of the whole call's time for a short array.
-    if type(a) is _ndarray and not descending and not nans_first and threads is None and \
-            (a.ndim == 1 if axis is None else _last_axis(a, axis)):
-        out = _backend.sort_last(a)  # contiguous native arrays: one C call, no Python work
-        if out is not None:
-            return out
+    if type(a) is _ndarray and not descending and not nans_first and threads is None:
+        if a.ndim == 1 if axis is None else _last_axis(a, axis):
+            out = _backend.sort_last(a)  # contiguous native arrays: one C call, no Python work
+            if out is not None:
+                return out
+        elif type(axis) is int and -a.ndim <= axis < a.ndim:
+            out = _backend.sort_axis(a, axis)  # the same before the last axis
+            if out is not None:
+                return out
     fl = _args.flags(descending, nans_first)
     th = _args.threads(threads, "sort")
     arr = _args.as_array(a)
@@ -76,11 +80,15 @@ def _contiguous_native(arr, native):
 
 def argsort(a, axis=None, *, descending=False, nans_first=False, threads=None):
     """Stable argsort (int64): of the flattened array when axis is None, else along `axis`."""
-    if type(a) is _ndarray and not descending and not nans_first and threads is None and \
-            (a.ndim == 1 if axis is None else _last_axis(a, axis)):
-        out = _backend.argsort_last(a)  # contiguous native arrays: one C call
-        if out is not None:
-            return out
+    if type(a) is _ndarray and not descending and not nans_first and threads is None:
+        if a.ndim == 1 if axis is None else _last_axis(a, axis):
+            out = _backend.argsort_last(a)  # contiguous native arrays: one C call
+            if out is not None:
+                return out
+        elif type(axis) is int and -a.ndim <= axis < a.ndim:
+            out = _backend.argsort_axis(a, axis)
+            if out is not None:
+                return out
     fl = _args.flags(descending, nans_first)
     th = _args.threads(threads, "argsort")
     arr = _args.as_array(a)

@@ -159,6 +159,42 @@ class CtypesBackend:
             self._check(self.lib.kwker_argsort_rows(code, _ptr(a), rows, cols, _ptr(r), 0, 0))
         return r
 
+    def _axis(self, a, axis):
+        """(code, outer, rows, cols) of a C-contiguous native array along an axis before the
+        last (the caller checked -a.ndim <= axis < a.ndim), or None to decline."""
+        code = self._codes.get(a.dtype)
+        ax = axis + a.ndim if axis < 0 else axis
+        if code is None or ax >= a.ndim - 1 or not a.flags.c_contiguous:
+            return None
+        outer = 1
+        for length in a.shape[:ax]:
+            outer *= length
+        return code, outer, a.shape[ax], (a.size // (outer * a.shape[ax]) if a.size else 0)
+
+    def sort_axis(self, a, axis):
+        """Fast path: sorted along an axis before the last (kwker_sort_cols), or None."""
+        got = self._axis(a, axis)
+        if got is None:
+            return None
+        code, outer, rows, cols = got
+        r = np.empty_like(a)
+        if r.size:
+            self._check(self.lib.kwker_sort_cols(code, _ptr(a), _ptr(r), None, outer, rows, cols,
+                                                 0, 0))
+        return r
+
+    def argsort_axis(self, a, axis):
+        """Fast path: stable argsort along an axis before the last, or None."""
+        got = self._axis(a, axis)
+        if got is None:
+            return None
+        code, outer, rows, cols = got
+        r = np.empty(a.shape, np.int64)
+        if r.size:
+            self._check(self.lib.kwker_sort_cols(code, _ptr(a), None, _ptr(r), outer, rows, cols,
+                                                 0, 0))
+        return r
+
     def sort_copy(self, code, src, dst, flags, threads):
         self._check(self.lib.kwker_sort_copy(code, _ptr(src), _ptr(dst), src.size, flags,
                                              threads))

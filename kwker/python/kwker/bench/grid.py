@@ -3,9 +3,10 @@
 These are the shapes users meet first (a matrix of short rows, one small array per call,
 many short groups) and the shapes the troubleshooting page tells them to batch into.
 Targets: never slower than NumPy in any cell; in the axis=1 grid, at least 2x for sort and 4x
-for the stable argsort wherever a row has 16 or more elements. Top-k of rows (kwker.topk, sorted
-values and indices) against what a NumPy user writes for it: np.argpartition, then the k taken
-and sorted; the same down the columns (axis=0).
+for the stable argsort wherever a row has 16 or more elements. The same sorts down the columns
+of a C-order matrix (axis=0: columns of 16 keys, of 1,000, and narrow matrices of 10 columns of
+100,000). Top-k of rows (kwker.topk, sorted values and indices) against what a NumPy user writes
+for it: np.argpartition, then the k taken and sorted; the same down the columns (axis=0).
 """
 import numpy as np
 
@@ -14,6 +15,7 @@ import kwker
 from .cases import Case, Competitor, Setup, rng_for, uniform
 
 ROW_LENGTHS = (2, 3, 4, 7, 8, 16, 32, 64, 100, 256, 1000)
+COL_LENGTHS = (16, 1000, 100000)  # sort / argsort down the columns (axis=0)
 SMALL_SIZES = (8, 16, 64, 256, 1000)
 DTYPES = ("float32", "int32", "float64", "int64", "int16")
 TOPK_ROWS = ((100, 5), (100, 12), (1000, 5), (1000, 125), (10000, 100), (10000, 1250))  # (L, k)
@@ -25,23 +27,28 @@ def _row_target(op, length):
     return 2.0 if op == "sort" else 4.0
 
 
-def _rows_case(op, dtype, length):
-    cid = f"grid/{op}/{dtype}/rows{length}"
+def _rows_case(op, dtype, length, axis=1):
+    """Sort / stable argsort of rows of `length` keys (axis=1), or down columns of `length` keys
+    of a C-order matrix (axis=0)."""
+    cid = f"grid/{op}/{dtype}/{'rows' if axis else 'cols'}{length}"
 
     def setup(sizes, mods):
-        rows = max(1, sizes.grid // length)
-        m = uniform(rng_for(cid), dtype, rows * length).reshape(rows, length)
+        other = max(1, sizes.grid // length)
+        m = uniform(rng_for(cid), dtype, other * length)
+        m = m.reshape((other, length) if axis else (length, other))
         if op == "sort":
-            return Setup(kwker=lambda: kwker.sort(m, axis=1),
-                         competitors={"np": lambda: np.sort(m, axis=1)})
-        return Setup(kwker=lambda: kwker.argsort(m, axis=1),
-                     competitors={"np": lambda: np.argsort(m, axis=1, kind="stable")})
-    np_desc = ("np.sort(m, axis=1)" if op == "sort"
-               else 'np.argsort(m, axis=1, kind="stable")')
-    return Case(cid, "10", dtype, f"kwker.{op}(m, axis=1)",
-                [Competitor("np", np_desc, _row_target(op, length))], setup,
-                n=lambda s: max(1, s.grid // length) * length,
-                shape=lambda s: f"{max(1, s.grid // length)}x{length}")
+            return Setup(kwker=lambda: kwker.sort(m, axis=axis),
+                         competitors={"np": lambda: np.sort(m, axis=axis)})
+        return Setup(kwker=lambda: kwker.argsort(m, axis=axis),
+                     competitors={"np": lambda: np.argsort(m, axis=axis, kind="stable")})
+    np_desc = (f"np.sort(m, axis={axis})" if op == "sort"
+               else f'np.argsort(m, axis={axis}, kind="stable")')
+    target = _row_target(op, length) if axis else 1.0
+    shape = ((lambda s: f"{max(1, s.grid // length)}x{length}") if axis
+             else (lambda s: f"{length}x{max(1, s.grid // length)}"))
+    return Case(cid, "10", dtype, f"kwker.{op}(m, axis={axis})",
+                [Competitor("np", np_desc, target)], setup,
+                n=lambda s: max(1, s.grid // length) * length, shape=shape)
 
 
 def _topk_case(dtype, length, k, axis=1):
@@ -82,6 +89,22 @@ def _small_case(op, dtype, n):
     np_desc = "np.sort(a)" if op == "sort" else 'np.argsort(a, kind="stable")'
     return Case(cid, "11", dtype, f"kwker.{op}(a)", [Competitor("np", np_desc, 1.0)], setup,
                 n=lambda s: n, small=True)
+
+
+def _small_cols_case(op, dtype, rows, cols):
+    """One small matrix per call along axis 0 (the per-call overhead of the column path)."""
+    cid = f"grid/{op}/{dtype}/axis0-{rows}x{cols}"
+
+    def setup(sizes, mods):
+        m = uniform(rng_for(cid), dtype, rows * cols).reshape(rows, cols)
+        if op == "sort":
+            return Setup(kwker=lambda: kwker.sort(m, axis=0),
+                         competitors={"np": lambda: np.sort(m, axis=0)})
+        return Setup(kwker=lambda: kwker.argsort(m, axis=0),
+                     competitors={"np": lambda: np.argsort(m, axis=0, kind="stable")})
+    np_desc = "np.sort(m, axis=0)" if op == "sort" else 'np.argsort(m, axis=0, kind="stable")'
+    return Case(cid, "11", dtype, f"kwker.{op}(m, axis=0)", [Competitor("np", np_desc, 1.0)],
+                setup, n=lambda s: rows * cols, shape=lambda s: f"{rows}x{cols}", small=True)
 
 
 def short_segments(rng, total):
@@ -137,9 +160,13 @@ def _segments_case(dtype, with_indices):
 def grid_cases():
     cases = [_rows_case(op, dt, length)
              for dt in DTYPES for op in ("sort", "argsort") for length in ROW_LENGTHS]
+    cases += [_rows_case(op, dt, length, axis=0)
+              for dt in DTYPES for op in ("sort", "argsort") for length in COL_LENGTHS]
     cases += [_topk_case(dt, length, k) for dt in DTYPES for length, k in TOPK_ROWS]
     cases += [_topk_case(dt, length, k, axis=0) for dt in DTYPES for length, k in TOPK_COLS]
     cases += [_small_case(op, dt, n) for dt in DTYPES for op in ("sort", "argsort")
               for n in SMALL_SIZES]
+    cases += [_small_cols_case(op, dt, r, c) for dt in DTYPES for op in ("sort", "argsort")
+              for r, c in ((16, 16), (100, 10))]
     cases += [_segments_case(dt, ind) for dt in ("float32", "float64") for ind in (False, True)]
     return cases

@@ -234,7 +234,8 @@ def cases():
                    lambda s: (max(1, s.rows // 10), s.cols),
                    lambda torch, t: lambda: torch.topk(t, 10, dim=1), 1.0)
           for dt in ("float32", "float64", "int64")],
-        # Along dim 0 of a contiguous matrix: columns gathered in blocks (torch.msort is this).
+        # Along dim 0 of a contiguous matrix: down the columns in the core (kwker_sort_cols;
+        # torch.msort is this).
         *[_op_case(f"torch.sort/dim0/{dt}", "torch.sort(t, dim=0)", dt,
                    lambda s: (10, max(1, s.n // 100)),
                    lambda torch, t: lambda: torch.sort(t, dim=0), 1.0)
@@ -254,6 +255,10 @@ def cases():
                    lambda s: (s.n // 10,),
                    lambda torch, t: lambda: torch.topk(t, t.numel() // 10), 1.0)
           for dt in ("float32", "float64", "int64")],
+        *[_op_case(f"torch.kthvalue/dim0/{dt}", "torch.kthvalue(t, 100, dim=0)", dt,
+                   lambda s: (max(100, s.rows // 10), s.cols),
+                   lambda torch, t: lambda: torch.kthvalue(t, 100, dim=0), 1.0)
+          for dt in ("float32", "int64")],
         *[_op_case(f"torch.kthvalue/rows1000/{dt}", "torch.kthvalue(t, 100, dim=1)", dt,
                    lambda s: (max(1, s.rows // 10), s.cols),
                    lambda torch, t: lambda: torch.kthvalue(t, min(100, t.shape[1]), dim=1), 1.0)
