@@ -51,6 +51,22 @@ bool counting_sort(const typename Codec::T *src, typename Codec::T *dst, size_t 
 // Stable counting argsort: out[rank] = index.
 template <class Codec>
 bool counting_argsort(const typename Codec::T *src, size_t n, int64_t *out, const Codec c) {
+  if constexpr (std::is_same<Codec, BoolCodec>::value) {
+    // Two keys: both write positions in registers. Through the count table every index waited
+    // on the store to its counter, which consecutive equal keys hit (bool argsort of 1e4 took
+    // 31 us, NumPy's radix 22; now about 8).
+    size_t p0 = 0;
+    for (size_t i = 0; i < n; ++i) p0 += c.enc(src[i]) == 0;
+    size_t p1 = p0;
+    p0 = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const bool k = c.enc(src[i]) != 0;
+      out[k ? p1 : p0] = int64_t(i);
+      p1 += k;
+      p0 += !k;
+    }
+    return true;
+  }
   KeyCounts<Codec> counts(c, src, n);
   if (!counts) return false;
   size_t *start = counts.cnt.ptr, pos = 0;

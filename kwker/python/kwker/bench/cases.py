@@ -99,11 +99,13 @@ SECTIONS = {
     "8": "8. AVX2-only baseline: np.sort with AVX-512 dispatch disabled vs kwker's avx2 engine",
     "9": "9. DataFrames: kwker.frame vs pandas / Polars / Dask (2 threads; results identical "
          "to the stable sort)",
-    "10": "10. Rows of every length (axis=1, about 1e6 elements per call, default threads)",
+    "10": "10. Rows of every length and columns (axis=1 and axis=0, about 1e6 elements per call, "
+          "default threads)",
     "11": "11. Small 1-D arrays (per call, many calls per sample)",
     "12": "12. Short segments (1-64 elements each, about 1e6 values per call)",
     "13": "13. PyTorch: torch calls with kwker.torch_ops installed vs torch's own kernels, and "
           "torch.compile(backend=\"kwker\") (2 threads)",
+    "16": "16. Every dtype, 1-D (10,000 and 100,000 keys per call, default threads)",
     # Run only with --only cpu_backend (bench/cpu_backend.py): it loads models for minutes.
     "14": "14. CPU backend: decode tok/s (batch 1, 64 new tokens, 2 threads, generate()) and a "
           "256-token prompt, each mode vs torch in its precision",

@@ -6,7 +6,8 @@ Targets: never slower than NumPy in any cell; in the axis=1 grid, at least 2x fo
 for the stable argsort wherever a row has 16 or more elements. The same sorts down the columns
 of a C-order matrix (axis=0: columns of 16 keys, of 1,000, and narrow matrices of 10 columns of
 100,000). Top-k of rows (kwker.topk, sorted values and indices) against what a NumPy user writes
-for it: np.argpartition, then the k taken and sorted; the same down the columns (axis=0).
+for it: np.argpartition, then the k taken and sorted; the same down the columns (axis=0). And
+every dtype Kwker sorts at 10,000 and 100,000 keys per 1-D call (section 16).
 """
 import numpy as np
 
@@ -107,6 +108,34 @@ def _small_cols_case(op, dtype, rows, cols):
                 setup, n=lambda s: rows * cols, shape=lambda s: f"{rows}x{cols}", small=True)
 
 
+EVERY_DTYPE = DTYPES + ("bool", "int8", "uint8", "uint16", "uint32", "uint64", "float16")
+MID_SIZES = (10000, 100000)
+
+
+def _any_dtype(rng, dtype, n):
+    """uniform() for every dtype Kwker sorts: bools half true, float16 from float32."""
+    if dtype == "bool":
+        return rng.integers(0, 2, size=n).astype(bool)
+    if dtype == "float16":
+        return rng.random(n, dtype=np.float32).astype(np.float16)
+    return uniform(rng, dtype, n)
+
+
+def _mid_case(op, dtype, n):
+    """A 1-D call of n keys of any dtype: the sizes between the small rows and 1e6."""
+    cid = f"dtypes/{op}/{dtype}/n{n}"
+
+    def setup(sizes, mods):
+        a = _any_dtype(rng_for(cid), dtype, n)
+        if op == "sort":
+            return Setup(kwker=lambda: kwker.sort(a), competitors={"np": lambda: np.sort(a)})
+        return Setup(kwker=lambda: kwker.argsort(a),
+                     competitors={"np": lambda: np.argsort(a, kind="stable")})
+    np_desc = "np.sort(a)" if op == "sort" else 'np.argsort(a, kind="stable")'
+    return Case(cid, "16", dtype, f"kwker.{op}(a)", [Competitor("np", np_desc, 1.0)], setup,
+                n=lambda s: n)
+
+
 def short_segments(rng, total):
     """Offsets of segments of 1-64 elements covering about `total` values, and segment ids."""
     lengths = rng.integers(1, 65, size=total // 32 + 1)
@@ -169,4 +198,6 @@ def grid_cases():
     cases += [_small_cols_case(op, dt, r, c) for dt in DTYPES for op in ("sort", "argsort")
               for r, c in ((16, 16), (100, 10))]
     cases += [_segments_case(dt, ind) for dt in ("float32", "float64") for ind in (False, True)]
+    cases += [_mid_case(op, dt, n) for dt in EVERY_DTYPE for op in ("sort", "argsort")
+              for n in MID_SIZES]
     return cases
