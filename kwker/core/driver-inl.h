@@ -669,6 +669,9 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
       return;
     }
   }
+  if constexpr (sizeof(K) == 1)
+    if (on(ctx, KWKER_ALGO_RADIX) && counting_scatter_parallel(ctx, c, src, n, nullptr, out))
+      return;
   if constexpr (sizeof(K) <= 2) {
     if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= knob(tune::kCount16ArgsortMin)))
       if (counting_argsort(src, n, out, c)) return;

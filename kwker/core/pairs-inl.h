@@ -262,6 +262,9 @@ void sort_pairs_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, 
     argsort_then_gather();
     return;
   }
+  if constexpr (sizeof(K) == 1)
+    if (on(ctx, KWKER_ALGO_RADIX) && counting_scatter_parallel(ctx, c, src, n, vals, idx))
+      return;
   if constexpr (sizeof(K) <= 2) {
     if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= knob(tune::kCount16ArgsortMin)))
       if (counting_pairs(c, src, n, vals, idx)) return;

@@ -79,6 +79,55 @@ bool counting_argsort(const typename Codec::T *src, size_t n, int64_t *out, cons
   return true;
 }
 
+// Stable counting argsort of 8-bit keys over the threads (idx; with vals, the pair sort): each
+// thread counts its own chunk, the write positions run bucket by bucket and, inside a bucket,
+// chunk by chunk (so equal keys stay in index order), and each thread scatters its chunk. False
+// (nothing written) below the parallel size or without scratch: the caller's one-thread paths.
+// torch.sort / torch.argsort of 1e5-1e6 uint8 keys ran 0.74-0.99x torch's radix sort on one
+// thread.
+template <class Codec>
+bool counting_scatter_parallel(CallCtx &ctx, const Codec c, const typename Codec::T *src,
+                               size_t n, typename Codec::T *vals, int64_t *idx) {
+  static_assert(sizeof(typename Codec::K) == 1, "8-bit keys");
+  constexpr size_t kB = 256;
+  // From the parallel sorts' size (1e5), not the plain passes' (2^21): each key costs a count
+  // and a scattered store, several times a copy's work.
+  if (!want_parallel(ctx, n)) return false;
+  const int parts = ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets;
+  Scratch<size_t> hist(size_t(parts) * kB);
+  if (!hist) return false;
+  size_t *h = hist.ptr;
+  auto count = [&](int t) {
+    size_t *ht = h + size_t(t) * kB;
+    memset(ht, 0, kB * sizeof(size_t));
+    const size_t lo = chunk_begin(n, parts, t), hi = chunk_begin(n, parts, t + 1);
+    for (size_t i = lo; i < hi; ++i) ++ht[key_bucket(c.enc(src[i]))];
+  };
+  parallel_tasks(ctx, parts, count);
+  size_t pos = 0;
+  for (size_t b = 0; b < kB; ++b)
+    for (int t = 0; t < parts; ++t) {
+      const size_t m = h[size_t(t) * kB + b];
+      h[size_t(t) * kB + b] = pos;
+      pos += m;
+    }
+  auto scatter = [&](int t) {
+    size_t *ht = h + size_t(t) * kB;
+    const size_t lo = chunk_begin(n, parts, t), hi = chunk_begin(n, parts, t + 1);
+    if (vals) {
+      for (size_t i = lo; i < hi; ++i) {
+        const size_t d = ht[key_bucket(c.enc(src[i]))]++;
+        vals[d] = src[i];
+        idx[d] = int64_t(i);
+      }
+    } else {
+      for (size_t i = lo; i < hi; ++i) idx[ht[key_bucket(c.enc(src[i]))]++] = int64_t(i);
+    }
+  };
+  parallel_tasks(ctx, parts, scatter);
+  return true;
+}
+
 // Stable LSD radix argsort for 64-bit keys (n < 2^32). 11-bit digits; digits on which every
 // key agrees are skipped, so small-range data costs few passes. Parallel per pass: each
 // thread counts and scatters its own chunk into disjoint output slots.

@@ -52,6 +52,11 @@ constexpr int kNoCode = -1;
 constexpr unsigned kFlagsAsc = KWKER_NAN_LARGEST;
 constexpr unsigned kFlagsDesc = KWKER_NAN_LARGEST | KWKER_DESCENDING;
 constexpr int64_t kRadixMin = 32768;  // see _kernels.RADIX_MIN
+// torch's stable radix sort (1-D, ascending, integers) runs 8- and 16-bit keys faster than
+// Kwker's counting sorts from about this many on (benchmarks.md, 2026-12-06: torch.sort(t,
+// stable=True) of 1e5 / 1e6 uint8 0.86x / 0.80x, int16 0.74x / 0.46x); see
+// _kernels.NARROW_RADIX_MIN.
+constexpr int64_t kNarrowRadixMin = 65536;
 
 int code_of(at::ScalarType t) {
   switch (t) {
@@ -447,13 +452,17 @@ std::tuple<Tensor, Tensor, Tensor> k_unique(const Tensor &self, bool return_inve
 
 // ---- the aten overrides: threshold and acceptance, else torch's own CPU kernel ----
 
-bool sort_taken(const Tensor &self, int64_t dim, bool descending, int64_t *d) {
+bool sort_taken(const Tensor &self, std::optional<bool> stable, int64_t dim, bool descending,
+                int64_t *d) {
   const int code = plain_code(self);
   if (code == kNoCode || !wrap_dim(self, dim, d)) return false;
   if (self.numel() < g_threshold[kSort][code]) return false;
   const auto t = self.scalar_type();
   const bool no_radix = t == at::kUInt16 || t == at::kUInt32 || t == at::kUInt64;
-  return !(no_radix && self.dim() == 1 && !descending && self.numel() >= kRadixMin);
+  if (no_radix && self.dim() == 1 && !descending && self.numel() >= kRadixMin) return false;
+  const bool narrow = t == at::kByte || t == at::kChar || t == at::kShort;
+  return !(narrow && stable.value_or(false) && self.dim() == 1 && !descending &&
+           self.numel() >= kNarrowRadixMin);
 }
 
 // torch's topk and kthvalue have no kernel for these: the overrides leave them to its error.
@@ -498,7 +507,8 @@ void into_out(Tensor &out, const Tensor &result) {
 std::tuple<Tensor, Tensor> o_sort(const Tensor &self, std::optional<bool> stable, int64_t dim,
                                   bool descending) {
   int64_t d;
-  if (!sort_taken(self, dim, descending, &d)) return at::cpu::sort(self, stable, dim, descending);
+  if (!sort_taken(self, stable, dim, descending, &d))
+    return at::cpu::sort(self, stable, dim, descending);
   return k_sort(self, d, descending, true, at::get_num_threads());
 }
 
@@ -508,7 +518,7 @@ std::tuple<Tensor &, Tensor &> o_sort_out(const Tensor &self, std::optional<bool
   int64_t d;
   // out= tensors of another shape (torch.empty(0), say) are resized as torch resizes them, so
   // torch.sort(x, out=...) gives the same stable order as torch.sort(x).
-  if (!sort_taken(self, dim, descending, &d) || !out_fits(values, self.scalar_type()) ||
+  if (!sort_taken(self, stable, dim, descending, &d) || !out_fits(values, self.scalar_type()) ||
       !out_fits(indices, at::kLong))
     return at::cpu::sort_outf(self, stable, dim, descending, values, indices);
   auto r = k_sort(self, d, descending, true, at::get_num_threads());

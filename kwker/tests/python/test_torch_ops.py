@@ -329,6 +329,31 @@ def test_narrow_columns_select_on_torch_and_sort_on_kwker(torch_ops):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_stable_1d_sorts_of_narrow_integers_go_to_torchs_radix_sort(torch_ops, kind):
+    """torch.sort(t, stable=True) of a 1-D uint8 / int8 / int16 tensor of 65,536 keys or more,
+    ascending, is torch's radix sort (faster than Kwker's counting sorts there): the override
+    leaves it to torch; descending, shorter, 2-D, bool and 32-bit keys stay on Kwker."""
+    _install(torch_ops, kind)
+    g = torch.Generator().manual_seed(3)
+    for dt in (torch.uint8, torch.int8, torch.int16, torch.bool, torch.int32):
+        x = torch.randint(0, 2 if dt == torch.bool else 100, (70000,), generator=g).to(dt)
+        narrow = dt in (torch.uint8, torch.int8, torch.int16)
+        for call, on_kwker in ((lambda: torch.sort(x, stable=True), not narrow),
+                               (lambda: torch.argsort(x, stable=True), not narrow),
+                               (lambda: torch.sort(x, stable=True, descending=True), True),
+                               (lambda: torch.sort(x[:60000], stable=True), True),
+                               (lambda: torch.sort(x.reshape(2, 35000), stable=True), True)):
+            kwker.reset_counters()
+            got = call()
+            assert (_kwker_calls() > 0) == on_kwker, dt
+            i = got if isinstance(got, torch.Tensor) else got[1]
+            flat = i.reshape(-1)
+            assert flat.numel() and torch.all(flat >= 0)
+        v, i = torch.sort(x, stable=True)
+        assert torch.equal(x[i], v) and torch.equal(i, torch.argsort(x.long(), stable=True))
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_each_operator_switches_at_its_own_threshold(torch_ops, kind):
     """Every (operator, dtype) whose measured threshold is above 1 element: one below it torch's
     kernel runs (no Kwker call), at it Kwker's."""

@@ -26,6 +26,16 @@ DESCENDING, NAN_LARGEST = 1, 4
 # that has no uint16/32/64 kernel: it raises there, and so must the override (torch's error).
 RADIX_MIN = 32768
 _NO_RADIX = (torch.uint16, torch.uint32, torch.uint64)
+# torch's stable radix sort runs 1-D ascending 8- and 16-bit integer keys faster than Kwker's
+# counting sorts from about this many on (ops.cc's kNarrowRadixMin).
+NARROW_RADIX_MIN = 65536
+_NARROW = (torch.uint8, torch.int8, torch.int16)
+
+
+def torch_radix_faster(t, stable, descending):
+    """Whether torch's own stable radix sort is the faster one for this call."""
+    return (stable is True and not descending and t.dtype in _NARROW and t.dim() == 1 and
+            t.numel() >= NARROW_RADIX_MIN)
 # torch's topk and kthvalue have no kernel for these: the overrides leave them to its error.
 SELECT_DTYPES = frozenset(CODES) - {torch.bool, torch.uint16, torch.uint32, torch.uint64}
 # Wide unsigned tensors go through most torch ops as the signed type of the same width.

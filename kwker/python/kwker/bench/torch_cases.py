@@ -250,6 +250,16 @@ def cases():
                    lambda s: (max(5, s.n // 100), 10),
                    lambda torch, t: lambda: torch.topk(t, 5, dim=0), 1.0)
           for dt in ("float32", "int64")],
+        # 1-D stable sorts of 1e5 and 1e6 keys, where torch's own kernel is a radix sort for
+        # integers: 8- and 16-bit ones are left to it from 65,536 keys (ops.cc's
+        # kNarrowRadixMin), so those rows hold "never slower" (0.97x: torch against itself plus
+        # the override's check); bool and 32 / 64-bit keys run on Kwker.
+        *[_op_case(f"torch.sort/{dt}/n{n}", "torch.sort(t, stable=True)", dt,
+                   lambda s, n=n: (n if s.preset != "smoke" else n // 100,),
+                   lambda torch, t: lambda: torch.sort(t, stable=True),
+                   0.97 if dt in ("uint8", "int8", "int16") else 1.0)
+          for dt in ("uint8", "int8", "bool", "int16", "int32", "int64")
+          for n in (100_000, 1_000_000)],
         # A large k (a tenth of a 1-D tensor): the candidates' selection and sort dominate.
         *[_op_case(f"torch.topk/k-tenth/{dt}", "torch.topk(t, n // 10)", dt,
                    lambda s: (s.n // 10,),

@@ -90,7 +90,9 @@ def _sort_kernels(thr):
 
     def sort_stable(keyset, self, *, stable=None, dim=-1, descending=False):
         code = _CODES.get(self.dtype)
-        if code is not None and self.numel() >= thr[code] and K.accepts_sort(self, dim, descending):
+        if code is not None and self.numel() >= thr[code] and \
+                K.accepts_sort(self, dim, descending) and \
+                not K.torch_radix_faster(self, stable, descending):
             return K.sort(self, dim, descending)
         return stable_op.redispatch(keyset.remove(_BS), self, stable=stable, dim=dim,
                                     descending=descending)
@@ -102,6 +104,7 @@ def _sort_kernels(thr):
         # them, so torch.sort(x, out=...) gives the same stable order as torch.sort(x).
         if code is not None and self.numel() >= thr[code] and \
                 K.accepts_sort(self, dim, descending) and \
+                not K.torch_radix_faster(self, stable, descending) and \
                 _out_fits(values, self.dtype) and _out_fits(indices, _LONG):
             return _into_out(values, indices, *K.sort(self, dim, descending))
         return out_op.redispatch(keyset.remove(_BS), self, stable=stable, dim=dim,
