@@ -61,7 +61,7 @@ bool counting_argsort(const typename Codec::T *src, size_t n, int64_t *out, cons
     p0 = 0;
     for (size_t i = 0; i < n; ++i) {
       const bool k = c.enc(src[i]) != 0;
-      out[k ? p1 : p0] = int64_t(i);
+      out[k ? p1 : p0] = int64_t(i);  // a conditional move (the pair sort's needs arithmetic)
       p1 += k;
       p0 += !k;
     }
@@ -90,10 +90,16 @@ bool counting_scatter_parallel(CallCtx &ctx, const Codec c, const typename Codec
                                size_t n, typename Codec::T *vals, int64_t *idx) {
   static_assert(sizeof(typename Codec::K) == 1, "8-bit keys");
   constexpr size_t kB = 256;
-  // From the parallel sorts' size (1e5), not the plain passes' (2^21): each key costs a count
-  // and a scattered store, several times a copy's work.
-  if (!want_parallel(ctx, n)) return false;
+  // From the 4-byte sorts' two-thread size (2e5; want_parallel_keys), not the plain passes'
+  // (2^21): each key costs a count and a scattered store, several times a copy's work, while at
+  // 1e5 the second thread's wake-up and the per-thread tables measured no gain (uint8 87 against
+  // 104-172 us).
+  if (!want_parallel(ctx, n) || n < 2 * kParallelMin) return false;
   const int parts = ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets;
+  // Bools keep one thread and their two write positions in registers (counting_argsort):
+  // through the table their counters chain (1e5 bools 1.44x NumPy on two threads against 2.24x
+  // on one), and a two-register split over the threads measured no steadier.
+  if constexpr (std::is_same<Codec, BoolCodec>::value) return false;
   Scratch<size_t> hist(size_t(parts) * kB);
   if (!hist) return false;
   size_t *h = hist.ptr;

@@ -28,6 +28,28 @@ def _row_target(op, length):
     return 2.0 if op == "sort" else 4.0
 
 
+def _sort_setup(op, a, axis=None):
+    """kwker.sort / kwker.argsort of `a` (along `axis`) against np.sort / NumPy's stable argsort.
+    Separate lambdas per form: the small rows time the calls themselves."""
+    if axis is None:
+        if op == "sort":
+            return Setup(kwker=lambda: kwker.sort(a), competitors={"np": lambda: np.sort(a)})
+        return Setup(kwker=lambda: kwker.argsort(a),
+                     competitors={"np": lambda: np.argsort(a, kind="stable")})
+    if op == "sort":
+        return Setup(kwker=lambda: kwker.sort(a, axis=axis),
+                     competitors={"np": lambda: np.sort(a, axis=axis)})
+    return Setup(kwker=lambda: kwker.argsort(a, axis=axis),
+                 competitors={"np": lambda: np.argsort(a, axis=axis, kind="stable")})
+
+
+def _np_desc(op, axis=None):
+    if axis is None:
+        return "np.sort(a)" if op == "sort" else 'np.argsort(a, kind="stable")'
+    return (f"np.sort(m, axis={axis})" if op == "sort"
+            else f'np.argsort(m, axis={axis}, kind="stable")')
+
+
 def _rows_case(op, dtype, length, axis=1):
     """Sort / stable argsort of rows of `length` keys (axis=1), or down columns of `length` keys
     of a C-order matrix (axis=0)."""
@@ -36,19 +58,12 @@ def _rows_case(op, dtype, length, axis=1):
     def setup(sizes, mods):
         other = max(1, sizes.grid // length)
         m = uniform(rng_for(cid), dtype, other * length)
-        m = m.reshape((other, length) if axis else (length, other))
-        if op == "sort":
-            return Setup(kwker=lambda: kwker.sort(m, axis=axis),
-                         competitors={"np": lambda: np.sort(m, axis=axis)})
-        return Setup(kwker=lambda: kwker.argsort(m, axis=axis),
-                     competitors={"np": lambda: np.argsort(m, axis=axis, kind="stable")})
-    np_desc = (f"np.sort(m, axis={axis})" if op == "sort"
-               else f'np.argsort(m, axis={axis}, kind="stable")')
+        return _sort_setup(op, m.reshape((other, length) if axis else (length, other)), axis)
     target = _row_target(op, length) if axis else 1.0
     shape = ((lambda s: f"{max(1, s.grid // length)}x{length}") if axis
              else (lambda s: f"{length}x{max(1, s.grid // length)}"))
     return Case(cid, "10", dtype, f"kwker.{op}(m, axis={axis})",
-                [Competitor("np", np_desc, target)], setup,
+                [Competitor("np", _np_desc(op, axis), target)], setup,
                 n=lambda s: max(1, s.grid // length) * length, shape=shape)
 
 
@@ -78,36 +93,6 @@ def _topk_case(dtype, length, k, axis=1):
                 n=lambda s: max(1, s.grid // length) * length, shape=shape)
 
 
-def _small_case(op, dtype, n):
-    cid = f"grid/{op}/{dtype}/n{n}"
-
-    def setup(sizes, mods):
-        a = uniform(rng_for(cid), dtype, n)
-        if op == "sort":
-            return Setup(kwker=lambda: kwker.sort(a), competitors={"np": lambda: np.sort(a)})
-        return Setup(kwker=lambda: kwker.argsort(a),
-                     competitors={"np": lambda: np.argsort(a, kind="stable")})
-    np_desc = "np.sort(a)" if op == "sort" else 'np.argsort(a, kind="stable")'
-    return Case(cid, "11", dtype, f"kwker.{op}(a)", [Competitor("np", np_desc, 1.0)], setup,
-                n=lambda s: n, small=True)
-
-
-def _small_cols_case(op, dtype, rows, cols):
-    """One small matrix per call along axis 0 (the per-call overhead of the column path)."""
-    cid = f"grid/{op}/{dtype}/axis0-{rows}x{cols}"
-
-    def setup(sizes, mods):
-        m = uniform(rng_for(cid), dtype, rows * cols).reshape(rows, cols)
-        if op == "sort":
-            return Setup(kwker=lambda: kwker.sort(m, axis=0),
-                         competitors={"np": lambda: np.sort(m, axis=0)})
-        return Setup(kwker=lambda: kwker.argsort(m, axis=0),
-                     competitors={"np": lambda: np.argsort(m, axis=0, kind="stable")})
-    np_desc = "np.sort(m, axis=0)" if op == "sort" else 'np.argsort(m, axis=0, kind="stable")'
-    return Case(cid, "11", dtype, f"kwker.{op}(m, axis=0)", [Competitor("np", np_desc, 1.0)],
-                setup, n=lambda s: rows * cols, shape=lambda s: f"{rows}x{cols}", small=True)
-
-
 EVERY_DTYPE = DTYPES + ("bool", "int8", "uint8", "uint16", "uint32", "uint64", "float16")
 MID_SIZES = (10000, 100000)
 
@@ -121,19 +106,26 @@ def _any_dtype(rng, dtype, n):
     return uniform(rng, dtype, n)
 
 
-def _mid_case(op, dtype, n):
-    """A 1-D call of n keys of any dtype: the sizes between the small rows and 1e6."""
-    cid = f"dtypes/{op}/{dtype}/n{n}"
+def _flat_case(op, dtype, n, prefix="grid", section="11"):
+    """A 1-D call of n keys: the small rows (section 11, many calls per sample) and every dtype
+    at the sizes between them and 1e6 (section 16)."""
+    cid = f"{prefix}/{op}/{dtype}/n{n}"
 
     def setup(sizes, mods):
-        a = _any_dtype(rng_for(cid), dtype, n)
-        if op == "sort":
-            return Setup(kwker=lambda: kwker.sort(a), competitors={"np": lambda: np.sort(a)})
-        return Setup(kwker=lambda: kwker.argsort(a),
-                     competitors={"np": lambda: np.argsort(a, kind="stable")})
-    np_desc = "np.sort(a)" if op == "sort" else 'np.argsort(a, kind="stable")'
-    return Case(cid, "16", dtype, f"kwker.{op}(a)", [Competitor("np", np_desc, 1.0)], setup,
-                n=lambda s: n)
+        return _sort_setup(op, _any_dtype(rng_for(cid), dtype, n))
+    return Case(cid, section, dtype, f"kwker.{op}(a)", [Competitor("np", _np_desc(op), 1.0)],
+                setup, n=lambda s: n, small=section == "11")
+
+
+def _small_cols_case(op, dtype, rows, cols):
+    """One small matrix per call along axis 0 (the per-call overhead of the column path)."""
+    cid = f"grid/{op}/{dtype}/axis0-{rows}x{cols}"
+
+    def setup(sizes, mods):
+        return _sort_setup(op, uniform(rng_for(cid), dtype, rows * cols).reshape(rows, cols), 0)
+    return Case(cid, "11", dtype, f"kwker.{op}(m, axis=0)",
+                [Competitor("np", _np_desc(op, 0), 1.0)], setup, n=lambda s: rows * cols,
+                shape=lambda s: f"{rows}x{cols}", small=True)
 
 
 def short_segments(rng, total):
@@ -193,11 +185,11 @@ def grid_cases():
               for dt in DTYPES for op in ("sort", "argsort") for length in COL_LENGTHS]
     cases += [_topk_case(dt, length, k) for dt in DTYPES for length, k in TOPK_ROWS]
     cases += [_topk_case(dt, length, k, axis=0) for dt in DTYPES for length, k in TOPK_COLS]
-    cases += [_small_case(op, dt, n) for dt in DTYPES for op in ("sort", "argsort")
+    cases += [_flat_case(op, dt, n) for dt in DTYPES for op in ("sort", "argsort")
               for n in SMALL_SIZES]
     cases += [_small_cols_case(op, dt, r, c) for dt in DTYPES for op in ("sort", "argsort")
               for r, c in ((16, 16), (100, 10))]
     cases += [_segments_case(dt, ind) for dt in ("float32", "float64") for ind in (False, True)]
-    cases += [_mid_case(op, dt, n) for dt in EVERY_DTYPE for op in ("sort", "argsort")
-              for n in MID_SIZES]
+    cases += [_flat_case(op, dt, n, "dtypes", "16") for dt in EVERY_DTYPE
+              for op in ("sort", "argsort") for n in MID_SIZES]
     return cases
