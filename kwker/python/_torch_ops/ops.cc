@@ -349,13 +349,13 @@ constexpr int64_t kColsDirectMaxK = 16;  // the core's kColsDirectMaxK (core/col
 std::tuple<Tensor, Tensor> k_topk(const Tensor &self, int64_t k, int64_t d, bool largest,
                                   bool from_registration, int threads) {
   if (self.is_contiguous() && d != self.dim() - 1 && self.numel() > 0 && k > 0) {
-    const int64_t rows = self.size(d), inner = Columns::inner_of(self, d);
+    int64_t outer, rows, inner;
+    Columns::shape_of(self, d, &outer, &rows, &inner);
     std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
     shape[size_t(d)] = k;
     Tensor v = result(shape, self.scalar_type()), i = result(shape, at::kLong);
-    const int rc = kwker_topk_cols(code_of(self.scalar_type()), self.data_ptr(),
-                                   self.numel() / (rows * inner), rows, inner, k,
-                                   largest ? kFlagsDesc : kFlagsAsc, 1, v.data_ptr(),
+    const int rc = kwker_topk_cols(code_of(self.scalar_type()), self.data_ptr(), outer, rows,
+                                   inner, k, largest ? kFlagsDesc : kFlagsAsc, 1, v.data_ptr(),
                                    i.data_ptr<int64_t>(), threads);
     TORCH_CHECK(rc == KWKER_OK, "kwker: ", kwker_last_error());
     if (corrupt_now(kTopk, from_registration)) swap_first_two(i);

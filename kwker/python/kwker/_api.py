@@ -191,10 +191,8 @@ def topk(a, k, axis=-1, *, largest=True, sorted=True):
         values = np.empty(shape, native)
         indices = np.empty(shape, _INT64)
         if values.size:
-            outer = int(np.prod(data.shape[:ax], dtype=np.int64))
-            inner = int(np.prod(data.shape[ax + 1:], dtype=np.int64))
-            _backend.impl.topk_cols(code, _dtypes.c_view(data, code), outer, cols, inner, k, fl,
-                                    bool(sorted), _dtypes.c_view(values, code), indices, 0)
+            _backend.impl.topk_cols(code, _dtypes.c_view(data, code), *_around(data.shape, ax), k,
+                                    fl, bool(sorted), _dtypes.c_view(values, code), indices, 0)
         return values, indices
     data = _contiguous_native(moved, native)
     shape = data.shape[:-1] + (k,)

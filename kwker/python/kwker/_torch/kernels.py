@@ -30,12 +30,6 @@ _NO_RADIX = (torch.uint16, torch.uint32, torch.uint64)
 # counting sorts from about this many on (ops.cc's kNarrowRadixMin).
 NARROW_RADIX_MIN = 65536
 _NARROW = (torch.uint8, torch.int8, torch.int16)
-
-
-def torch_radix_faster(t, stable, descending):
-    """Whether torch's own stable radix sort is the faster one for this call."""
-    return (stable is True and not descending and t.dtype in _NARROW and t.dim() == 1 and
-            t.numel() >= NARROW_RADIX_MIN)
 # torch's topk and kthvalue have no kernel for these: the overrides leave them to its error.
 SELECT_DTYPES = frozenset(CODES) - {torch.bool, torch.uint16, torch.uint32, torch.uint64}
 # Wide unsigned tensors go through most torch ops as the signed type of the same width.
@@ -81,6 +75,12 @@ def accepts_sort(t, dim, descending):
     return True
 
 
+def torch_radix_faster(t, stable, descending):
+    """Whether torch's own stable radix sort is the faster one for this call."""
+    return (stable is True and not descending and t.dtype in _NARROW and t.dim() == 1 and
+            t.numel() >= NARROW_RADIX_MIN)
+
+
 def accepts_unique(t):
     """torch.unique flattens and sorts with the same radix path: it raises for wide unsigned
     tensors of RADIX_MIN elements or more, and so must the override."""
@@ -111,9 +111,8 @@ def sort(self, dim, descending, threads=None):
     flags = NAN_LARGEST | (DESCENDING if descending else 0)
     if d != x.dim() - 1 and x.is_contiguous():
         # Down the columns where they lie (kwker_sort_cols): no transposed copy either way.
-        outer, rows = math.prod(x.shape[:d]), x.shape[d]
-        _backend.impl.sort_cols_ptr(code, x.data_ptr(), vals.data_ptr(), idx.data_ptr(), outer,
-                                    rows, x.numel() // (outer * rows), flags, _threads(threads))
+        _backend.impl.sort_cols_ptr(code, x.data_ptr(), vals.data_ptr(), idx.data_ptr(),
+                                    *_columns(x, d), flags, _threads(threads))
         _corrupt("sort", idx)
         return vals, idx
     cols = x.shape[d]
@@ -132,6 +131,12 @@ def sort(self, dim, descending, threads=None):
         idx.movedim(d, -1).copy_(i)
     _corrupt("sort", idx)
     return vals, idx
+
+
+def _columns(x, d):
+    """(outer, rows, inner) of a contiguous x along dim d: the C column calls' matrices."""
+    outer, rows = math.prod(x.shape[:d]), x.shape[d]
+    return outer, rows, x.numel() // (outer * rows)
 
 
 def _rows(x, d):
@@ -153,10 +158,8 @@ def topk(self, k, dim, largest, threads=None):
         shape[d] = k
         v = torch.empty(shape, dtype=x.dtype)
         i = torch.empty(shape, dtype=torch.int64)
-        outer, rows = math.prod(x.shape[:d]), x.shape[d]
-        _backend.impl.topk_cols_ptr(CODES[x.dtype], x.data_ptr(), outer, rows,
-                                    x.numel() // (outer * rows), k, flags, True, v.data_ptr(),
-                                    i.data_ptr(), _threads(threads))
+        _backend.impl.topk_cols_ptr(CODES[x.dtype], x.data_ptr(), *_columns(x, d), k, flags,
+                                    True, v.data_ptr(), i.data_ptr(), _threads(threads))
         _corrupt("topk", i)
         return v, i
     src, rows, cols = _rows(x, d)
@@ -181,10 +184,8 @@ def kthvalue(self, k, dim, keepdim, threads=None):
         shape[d] = 1
         v = torch.empty(shape, dtype=x.dtype)
         i = torch.empty(shape, dtype=torch.int64)
-        outer, rows = math.prod(x.shape[:d]), x.shape[d]
-        _backend.impl.kth_cols_ptr(CODES[x.dtype], x.data_ptr(), outer, rows,
-                                   x.numel() // (outer * rows), k - 1, NAN_LARGEST, v.data_ptr(),
-                                   i.data_ptr(), _threads(threads))
+        _backend.impl.kth_cols_ptr(CODES[x.dtype], x.data_ptr(), *_columns(x, d), k - 1,
+                                   NAN_LARGEST, v.data_ptr(), i.data_ptr(), _threads(threads))
         if not keepdim:
             v, i = v.squeeze(d), i.squeeze(d)
         if os.environ.get(CORRUPT_ENV) == "kthvalue" and i.numel():
