@@ -300,6 +300,26 @@ def measure_engine(engine, args, log):
         start = smallest_winning_tail(pts)
         note(knob, start if start is not None else BIG, "quicksort/counting: " + fmt(pts))
 
+    # The 16-bit quicksort on compressed 16-bit lanes vs keys widened to 32 bits, from the first
+    # size past the two-network merge (smaller inputs never reach either): the avx512 engine on
+    # CPUs with AVX512-VBMI2 only (core/sort16_compress.h).
+    knob = "sort16_compress_min"
+    if want(knob) and engine != "avx512":
+        note(knob, 0, "no compressed 16-bit lanes on this engine")
+    elif want(knob) and not kwker.runtime_info()["cpu"]["features"].get("avx512_vbmi2"):
+        note(knob, code[knob], "kept: this CPU has no AVX512-VBMI2, where the knob does nothing")
+    elif want(knob):
+        first = rt.get_tuning("sort_pair_max_16") + 1
+        pts = []
+        for n in ((first, first * 3 // 2, first * 2, first * 4, 10_000, 30_000, 100_000)
+                  if REPEATS > 1 else (first, 10_000)):
+            a = data("int16", n, rng)
+            t_c, t_w = compare(one_call("sort", a), {knob: 1, "count16_sort_min": BIG},
+                               {knob: 0, "count16_sort_min": BIG})
+            pts.append((n, t_w / t_c))
+        start = smallest_winning_tail(pts)
+        note(knob, start if start is not None else 0, "widened/compressed: " + fmt(pts))
+
     # LSD radix (one or two passes) vs the packed quicksort for 64-bit argsort, by key range.
     if want("radix64_argsort_max_bits"):
         pts = []

@@ -262,15 +262,19 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
     // From the 32-bit keys' two-thread size on, the widened keys through the parallel sample
     // sort (one thread below it: NumPy's AVX-512 16-bit sort, which compresses 16-bit lanes,
     // ran 1.25-1.4x faster than this path's one thread at 3e3-6e5 keys on a Zen 5).
-    if (want_parallel_keys<int32_t>(ctx, n) &&
-        sort_via_scratch<Codec, NoCheck, int32_t>(ctx, c, src, dst, n))
-      return;
+    if (want_parallel_keys<int32_t>(ctx, n)) {
+      if (compress16(n) ? sort_via_scratch<Codec, NoCheck, int16_t>(ctx, c, src, dst, n)
+                        : sort_via_scratch<Codec, NoCheck, int32_t>(ctx, c, src, dst, n))
+        return;
+    }
   }
   if constexpr (sizeof(K) <= 2) {
     // 8- and 16-bit keys widen to 32 bits for the vector quicksort (its narrow lanes are
-    // scalar); this runs below the counting-sort threshold or with radix off.
-    SmallBuffer<int32_t, 4096> wide(n);
-    if (wide) {
+    // scalar); this runs below the counting-sort threshold or with radix off. 16-bit keys that
+    // sort on compressed 16-bit lanes (vqsort-inl.h's compress16) go in place below instead.
+    const bool narrow_lanes = sizeof(K) == 2 && compress16(n);
+    SmallBuffer<int32_t, 4096> wide(narrow_lanes ? 0 : n);
+    if (!narrow_lanes && wide) {
       for (size_t i = 0; i < n; ++i) wide.ptr[i] = c.enc(src[i]);
       const int32_t *base = wide.ptr;
       seq_sort_keys(wide.ptr, n, [&](int32_t *q, size_t m) {

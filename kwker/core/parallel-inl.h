@@ -75,19 +75,36 @@ inline int pass_parts(const CallCtx &ctx, size_t n) {
 }
 
 // Splits m keys into buf: keys <= s0 from the front (returns their count in nl), the others
-// from the back down to *high. 32/64-bit keys use the engine's vector partition step.
+// from the back down to *high. 32/64-bit keys use the engine's vector partition step, 16-bit
+// keys the compressed 16-bit lanes where the engine has them (core/sort16_compress.h; they
+// are split only where it does, driver-inl.h's sort_values).
 template <class K>
 void split_block(const K *keys, size_t m, K s0, K *buf, size_t cap, size_t &nl, K *&high) {
+#if defined(KWKER_SORT16_COMPRESS)
+  if constexpr (sizeof(K) == 2) {
+    split16_compress(keys, m, s0, buf, cap, nl, high);
+    return;
+  }
+#endif
   K *wl = buf, *wr = buf + cap;
   size_t i = 0;
-  if constexpr (sizeof(K) >= 4) {
+#if defined(__AVX512VBMI2__)
+  constexpr bool kVector = sizeof(K) >= 2;  // engines/avx512/sort16.cc
+#else
+  constexpr bool kVector = sizeof(K) >= 4;
+#endif
+  if constexpr (kVector) {
     using S = vq::Ops<K>;
     const typename S::V vp = S::set1(s0);
     for (; i + S::W <= m; i += S::W) S::partition_store(S::load(keys + i), vp, wl, wr);
   }
-  for (; i < m; ++i) {
-    K k = keys[i];
-    if (k > s0) *--wr = k; else *wl++ = k;
+  for (; i < m; ++i) {  // both ends written, one kept: no branch on random keys
+    const K k = keys[i];
+    const bool gt = k > s0;
+    *wl = k;
+    wr[-1] = k;
+    wl += !gt;
+    wr -= gt;
   }
   nl = size_t(wl - buf);
   high = wr;

@@ -29,22 +29,51 @@ template <class Codec> struct KeyCounts {
   explicit operator bool() const { return bool(cnt); }
 };
 
-// Counting sort of values; returns false (caller falls back) when scratch is refused.
-template <class Codec>
-bool counting_sort(const typename Codec::T *src, typename Codec::T *dst, size_t n,
-                   const Codec c) {
+// Counting sort of values; returns false (caller falls back) when scratch is refused. 32-bit
+// counters (half the table, which is read back once per key) below 2^32 keys. Each value's run
+// is written as whole 64-byte vectors, the next run's overwriting the excess: a loop of m stores
+// mispredicted about once per bucket on random keys (16-bit keys at 6e5, Zen 5: 1.47 ns/el).
+template <class Codec, class C>
+void counting_fill(const Codec c, const C *cnt, typename Codec::T *dst, size_t n) {
+  using T = typename Codec::T;
   using K = typename Codec::K;
-  KeyCounts<Codec> counts(c, src, n);
-  if (!counts) return false;
-  constexpr size_t nb = KeyCounts<Codec>::kBuckets;
-  size_t pos = 0;
-  for (size_t b = 0; b < nb; ++b) {
-    size_t m = counts.cnt.ptr[b];
-    if (!m) continue;
-    auto v = c.dec(K(b ^ (nb >> 1)));
+  constexpr size_t nb = size_t(1) << (8 * sizeof(K));
+  constexpr size_t kRun = 64 / sizeof(T);
+  size_t pos = 0, b = 0;
+  for (; b < nb; ++b) {
+    const size_t m = cnt[b];
+    if (pos + m + kRun > n) break;  // a store could pass the end: exact from here
+    const T v = c.dec(K(b ^ (nb >> 1)));
+    size_t j = 0;
+    do {
+      for (size_t l = 0; l < kRun; ++l) dst[pos + j + l] = v;
+      j += kRun;
+    } while (j < m);
+    pos += m;
+  }
+  for (; b < nb; ++b) {
+    const size_t m = cnt[b];
+    const T v = c.dec(K(b ^ (nb >> 1)));
     for (size_t j = 0; j < m; ++j) dst[pos + j] = v;
     pos += m;
   }
+}
+
+template <class Codec>
+bool counting_sort(const typename Codec::T *src, typename Codec::T *dst, size_t n,
+                   const Codec c) {
+  constexpr size_t nb = KeyCounts<Codec>::kBuckets;
+  if (n <= size_t(UINT32_MAX)) {
+    Scratch<uint32_t> cnt(nb);
+    if (!cnt) return false;
+    memset(cnt.ptr, 0, nb * sizeof(uint32_t));
+    for (size_t i = 0; i < n; ++i) ++cnt.ptr[key_bucket(c.enc(src[i]))];
+    counting_fill(c, cnt.ptr, dst, n);
+    return true;
+  }
+  KeyCounts<Codec> counts(c, src, n);
+  if (!counts) return false;
+  counting_fill(c, counts.cnt.ptr, dst, n);
   return true;
 }
 

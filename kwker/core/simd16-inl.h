@@ -1,7 +1,7 @@
-// simd16-inl.h: vector ops on 16-bit keys for the sorting networks only (no partition step:
-// 16-bit compress needs AVX512-VBMI2, so the 16-bit quicksort keeps the scalar lanes of
-// ScalarOps). Twice the lanes of the 32-bit networks, so short rows of 8/16-bit dtypes sort in
-// half the steps. Same contract as the Ops<T> of simd-inl.h (load/store, set1, partial
+// simd16-inl.h: vector ops on 16-bit keys for the sorting networks; a partition step only where
+// compiled with AVX512-VBMI2 (16-bit compress: engines/avx512/sort16.cc, core/sort16_compress.h),
+// elsewhere the 16-bit quicksort keeps the scalar lanes of ScalarOps. Twice the lanes of the
+// 32-bit networks, so short rows of 8/16-bit dtypes sort in half the steps. Same contract as the Ops<T> of simd-inl.h (load/store, set1, partial
 // load/store, minmax, perm_xor<M>, cx_lanes<M>); the portable engine keeps ScalarOps.
 #ifndef KWKER_CORE_SIMD16_INL_H_
 #define KWKER_CORE_SIMD16_INL_H_
@@ -204,6 +204,19 @@ template <> struct Ops<int16_t> {
     b = perm_xor<M>(_mm512_ternarylogic_epi32(a, bp, na, 0x96));
     a = na;
   }
+#if defined(__AVX512VBMI2__)
+  // The quicksort's partition step on 32 lanes (only engines/avx512/sort16.cc is compiled with
+  // VBMI2, core/sort16_compress.h). As Ops<int32_t>: compressed in registers, then stored; a
+  // VPCOMPRESSW straight to memory is microcoded on Zen 4.
+  static KWKER_VQ_INLINE void partition_store(V v, V pivot, T *&wl, T *&wr) {
+    const __mmask32 gt = _mm512_cmpgt_epi16_mask(v, pivot);
+    const unsigned nr = unsigned(__builtin_popcount(unsigned(gt)));
+    _mm512_storeu_si512(wl, _mm512_maskz_compress_epi16(__mmask32(~gt), v));
+    wl += W - nr;
+    wr -= nr;
+    _mm512_mask_storeu_epi16(wr, __mmask32(_bzhi_u32(~0u, nr)), _mm512_maskz_compress_epi16(gt, v));
+  }
+#endif
 };
 
 #elif defined(__AVX2__)

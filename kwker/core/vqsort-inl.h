@@ -2,7 +2,8 @@
 // keys. One algorithm, compiled once per engine; the ISA-specific parts are the
 // Ops<T> layer (simd-inl.h) and the sorting networks built on it (network-inl.h).
 //
-//   kwker::KWKER_ENGINE_NS::sort_keys(int16_t*, size_t)
+//   kwker::KWKER_ENGINE_NS::sort_keys(int16_t*, size_t)   (scalar lanes, or 32 compressed
+//                                                         lanes: core/sort16_compress.h)
 //   kwker::KWKER_ENGINE_NS::sort_keys(int32_t*, size_t)
 //   kwker::KWKER_ENGINE_NS::sort_keys(int64_t*, size_t)
 //
@@ -32,6 +33,9 @@
 #include "network-inl.h"
 #include "simd-inl.h"
 #include "tuning-inl.h"
+#if defined(KWKER_SORT16_COMPRESS)
+#include "sort16_compress.h"
+#endif
 
 namespace kwker {
 namespace KWKER_ENGINE_NS {
@@ -563,9 +567,30 @@ inline bool leaves_compare_doubles() {
 }
 
 inline void sort_keys(int32_t* a, size_t n) { vq::sort<vq::Ops<int32_t>>(a, n); }
-// int16 keys use the scalar lanes in every engine (no compress for 16-bit lanes below
-// AVX512-VBMI2); still the same branchless partition and networks.
-inline void sort_keys(int16_t* a, size_t n) { vq::sort<vq::ScalarOps<int16_t>>(a, n); }
+
+// Whether n 16-bit keys sort on compressed 16-bit lanes (core/sort16_compress.h): the avx512
+// engine on a CPU with AVX512-VBMI2, from the sort16_compress_min knob on.
+inline bool compress16(size_t n) {
+#if defined(KWKER_SORT16_COMPRESS)
+  const int64_t m = tuned(tune::kSort16CompressMin);
+  return m > 0 && n >= size_t(m) && sort16_compress_runs();
+#else
+  (void)n;
+  return false;
+#endif
+}
+
+// Otherwise int16 keys use the scalar lanes (no compress for 16-bit lanes below AVX512-VBMI2);
+// still the same branchless partition and networks.
+inline void sort_keys(int16_t* a, size_t n) {
+#if defined(KWKER_SORT16_COMPRESS)
+  if (compress16(n)) {
+    sort16_compress(a, n);
+    return;
+  }
+#endif
+  vq::sort<vq::ScalarOps<int16_t>>(a, n);
+}
 
 // The same sorts, calling fin(ptr, len) once on every finished range (see NoFinalize).
 template <class Fin> inline void sort_keys(int32_t* a, size_t n, const Fin& fin) {
@@ -576,6 +601,11 @@ template <class Fin> inline void sort_keys(int64_t* a, size_t n, const Fin& fin)
   else vq::sort<vq::Ops<int64_t>>(a, n, fin);
 }
 template <class Fin> inline void sort_keys(int16_t* a, size_t n, const Fin& fin) {
+  if (compress16(n)) {  // compiled elsewhere, so fin runs once, on the whole sorted range
+    sort_keys(a, n);
+    fin(a, n);
+    return;
+  }
   vq::sort<vq::ScalarOps<int16_t>>(a, n, fin);
 }
 inline void sort_keys(int64_t* a, size_t n) { sort_keys(a, n, vq::NoFinalize()); }

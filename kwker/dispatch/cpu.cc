@@ -47,6 +47,7 @@ CpuInfo detect() {
     c.avx512vl = (b & bit_AVX512VL) && os_avx512;
     c.amx = (d & (1u << 24)) && (d & (1u << 25)) && os_amx;  // AMX-TILE and AMX-INT8 (bit 22 is AMX-BF16, below)
     c.avx512_vnni = (cx & (1u << 11)) && os_avx512;
+    c.avx512_vbmi2 = (cx & (1u << 6)) && c.avx512bw;
     c.amx_bf16 = (d & (1u << 22)) && os_amx;
     c.amx_int8 = (d & (1u << 25)) && os_amx;
     if (a >= 1) {

@@ -45,6 +45,7 @@ std::string build() {
        "\"sse4.2\": " + json_bool(c.sse42) + ", \"avx2\": " + json_bool(c.avx2) +
        ", \"avx512f\": " + json_bool(c.avx512f) + ", \"avx512bw\": " + json_bool(c.avx512bw) +
        ", \"avx512dq\": " + json_bool(c.avx512dq) + ", \"avx512vl\": " + json_bool(c.avx512vl) +
+       ", \"avx512_vbmi2\": " + json_bool(c.avx512_vbmi2) +
        ", \"amx\": " + json_bool(c.amx) + ", \"avx512_vnni\": " + json_bool(c.avx512_vnni) +
        ", \"avx512_bf16\": " + json_bool(c.avx512_bf16) + ", \"avx_vnni\": " +
        json_bool(c.avx_vnni) + ", \"amx_int8\": " + json_bool(c.amx_int8) +

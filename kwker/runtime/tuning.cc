@@ -15,7 +15,8 @@ const char *const kKnobNames[kKnobCount] = {
     "sort_tiny_max",          "argsort_tiny_max",       "presorted_min",
     "count16_sort_min",       "count16_argsort_min",    "radix64_argsort_max_bits",
     "sort_float_min_32",      "sort_float_min_64",      "sort_float_max_32",
-    "sort_float_max_64",      "sort_float_pair_min_32", "sort_float_pair_min_64"};
+    "sort_float_max_64",      "sort_float_pair_min_32", "sort_float_pair_min_64",
+    "sort16_compress_min"};
 
 // From the one CPUID reader the dispatch and the doctor use (a function-local static, so safe
 // to call during static initialisation).

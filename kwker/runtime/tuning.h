@@ -46,6 +46,10 @@ enum Knob : int {
   // do (AVX2 float64: from 65 keys, int64 from 112). 0: the same as kSortPairMin.
   kSortFloatPairMin32,
   kSortFloatPairMin64,
+  // 16-bit quicksorts on compressed 16-bit lanes from this many keys on, where an engine has
+  // them (avx512 on CPUs with AVX512-VBMI2, core/sort16_compress.h); 0: never (the keys are
+  // widened to 32 bits or sorted on scalar lanes instead).
+  kSort16CompressMin,
   kKnobCount
 };
 

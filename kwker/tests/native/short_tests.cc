@@ -207,7 +207,8 @@ void test_knob_boundaries() {
                          "argsort_network_max_16", "argsort_network_max_32", "argsort_network_max_64",
                          "sort_tiny_max",          "argsort_tiny_max",       "presorted_min",
                          "sort_float_min_32",      "sort_float_min_64",      "sort_float_max_32",
-                         "sort_float_max_64",      "sort_float_pair_min_32", "sort_float_pair_min_64"};
+                         "sort_float_max_64",      "sort_float_pair_min_32", "sort_float_pair_min_64",
+                         "sort16_compress_min"};
   for (const char *e : g_engines) {
     kwker_set_isa(e);
     std::vector<int64_t> sizes;
@@ -674,6 +675,36 @@ void test_float_copy_partition() {
         }
 }
 
+// 16-bit value sorts through the quicksorts at every size (the counting sort held off): on
+// compressed 16-bit lanes where the avx512 engine has them (AVX512-VBMI2 CPUs,
+// core/sort16_compress.h) and, with sort16_compress_min at 0, widened to 32 bits; one thread and
+// two (the parallel sort's split, from 200,000 keys), every distribution, both orders.
+void test_sort16_quicksorts() {
+  int64_t compress_default = 1025;  // the avx512 engine's, where this CPU runs it
+  for (const char *e : g_engines) {
+    kwker_set_isa(e);
+    if (knob("sort16_compress_min") > 0) compress_default = knob("sort16_compress_min");
+  }
+  kwker_set_tuning("count16_sort_min", int64_t(1) << 40);
+  for (int64_t setting : {int64_t(-1), int64_t(0)}) {
+    kwker_set_tuning("sort16_compress_min", setting);
+    const std::string tag = setting == 0 ? "16-bit widened" : "16-bit compressed (default)";
+    for (int dtype : {KWKER_INT16, KWKER_UINT16, KWKER_FLOAT16, KWKER_BFLOAT16})
+      for (int64_t n : {compress_default, int64_t(4099), int64_t(70001), int64_t(250001)})
+        for (int dist = 0; dist < kwker::ref::kNumDists; ++dist)
+          for (unsigned flags : {0u, unsigned(KWKER_DESCENDING | KWKER_NANS_FIRST)}) {
+            if (n < 200000) {
+              check_1d_all(dtype, dist, n, flags, tag, nullptr, 1);
+            } else if (dist == kwker::ref::kUniform || dist == kwker::ref::kFewDistinct ||
+                       dist == kwker::ref::kNanHeavy) {
+              check_1d_all(dtype, dist, n, flags, tag, nullptr, 2);
+            }
+          }
+  }
+  kwker_set_tuning("sort16_compress_min", -1);
+  kwker_set_tuning("count16_sort_min", -1);
+}
+
 }  // namespace
 
 void run_short_tests() {
@@ -688,5 +719,6 @@ void run_short_tests() {
   test_float_compares();
   test_int64_leaves_as_doubles();
   test_float_copy_partition();
+  test_sort16_quicksorts();
   kwker_set_isa(nullptr);
 }
