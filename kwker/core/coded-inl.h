@@ -351,8 +351,8 @@ template <class S> void reverse_keys(typename S::Key *a, size_t m) {
 // order, -0.0 before 0.0 included. Kept out of line: inlined, its code slowed the float-compare
 // rows of 32-100 keys beside it by 4-14% (register allocation of the caller).
 template <class Codec>
-__attribute__((noinline)) bool sort_float_bits_short(const Codec c, const typename Codec::T *src, typename Codec::T *dst,
-                           size_t n) {
+__attribute__((noinline)) bool sort_float_bits_short(const Codec c, const typename Codec::T *src,
+                                                     typename Codec::T *dst, size_t n) {
   using K = typename Codec::K;
   using S = vq::Ops<K>;
   if (c.flip != 0 || any_nan_bits(c, src, n)) return false;

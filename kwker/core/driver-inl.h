@@ -220,7 +220,7 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   if (n == 0) return;
   if constexpr (sizeof(K) <= 2) {
     if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= knob(tune::kCount16SortMin)))
-      if (counting_sort(src, dst, n, c)) return;
+      if (counting_sort(ctx, src, dst, n, c)) return;
   }
   if (on(ctx, KWKER_ALGO_PRESORTED) && n >= knob(tune::kPresortedMin)) {
     int s = presorted(ctx, c, src, n, dst);

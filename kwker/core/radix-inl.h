@@ -33,16 +33,18 @@ template <class Codec> struct KeyCounts {
 // counters (half the table, which is read back once per key) below 2^32 keys. Each value's run
 // is written as whole 64-byte vectors, the next run's overwriting the excess: a loop of m stores
 // mispredicted about once per bucket on random keys (16-bit keys at 6e5, Zen 5: 1.47 ns/el).
+// counting_fill writes the runs of buckets [b, b_end) to dst[pos, pos_end), never past pos_end
+// (another thread may be filling from there).
 template <class Codec, class C>
-void counting_fill(const Codec c, const C *cnt, typename Codec::T *dst, size_t n) {
+void counting_fill(const Codec c, const C *cnt, typename Codec::T *dst, size_t b, size_t b_end,
+                   size_t pos, size_t pos_end) {
   using T = typename Codec::T;
   using K = typename Codec::K;
   constexpr size_t nb = size_t(1) << (8 * sizeof(K));
   constexpr size_t kRun = 64 / sizeof(T);
-  size_t pos = 0, b = 0;
-  for (; b < nb; ++b) {
+  for (; b < b_end; ++b) {
     const size_t m = cnt[b];
-    if (pos + m + kRun > n) break;  // a store could pass the end: exact from here
+    if (pos + m + kRun > pos_end) break;  // a store could pass the end: exact from here
     const T v = c.dec(K(b ^ (nb >> 1)));
     size_t j = 0;
     do {
@@ -51,7 +53,7 @@ void counting_fill(const Codec c, const C *cnt, typename Codec::T *dst, size_t n
     } while (j < m);
     pos += m;
   }
-  for (; b < nb; ++b) {
+  for (; b < b_end; ++b) {
     const size_t m = cnt[b];
     const T v = c.dec(K(b ^ (nb >> 1)));
     for (size_t j = 0; j < m; ++j) dst[pos + j] = v;
@@ -59,21 +61,89 @@ void counting_fill(const Codec c, const C *cnt, typename Codec::T *dst, size_t n
   }
 }
 
+// From the 4-byte sorts' two-thread size (2e5, as want_parallel_keys) each thread counts a chunk
+// into its own table and, once the tables are summed, writes the runs of a range of buckets
+// holding about its share of the keys (int16, Zen 5: see design.md). From kSharedSortMin keys
+// both passes are handed out in pieces as threads come free (the contention rule of
+// parallel-inl.h): chunks of kSharedChunk keys to count, four bucket ranges per thread to fill.
 template <class Codec>
-bool counting_sort(const typename Codec::T *src, typename Codec::T *dst, size_t n,
+bool counting_sort(CallCtx &ctx, const typename Codec::T *src, typename Codec::T *dst, size_t n,
                    const Codec c) {
   constexpr size_t nb = KeyCounts<Codec>::kBuckets;
-  if (n <= size_t(UINT32_MAX)) {
-    Scratch<uint32_t> cnt(nb);
-    if (!cnt) return false;
-    memset(cnt.ptr, 0, nb * sizeof(uint32_t));
-    for (size_t i = 0; i < n; ++i) ++cnt.ptr[key_bucket(c.enc(src[i]))];
-    counting_fill(c, cnt.ptr, dst, n);
+  if (n > size_t(UINT32_MAX)) {
+    KeyCounts<Codec> counts(c, src, n);
+    if (!counts) return false;
+    counting_fill(c, counts.cnt.ptr, dst, 0, nb, 0, n);
     return true;
   }
-  KeyCounts<Codec> counts(c, src, n);
-  if (!counts) return false;
-  counting_fill(c, counts.cnt.ptr, dst, n);
+  const int parts = want_parallel(ctx, n) && n >= 2 * kParallelMin
+                        ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets)
+                        : 1;
+  Scratch<uint32_t> cnt(nb * size_t(parts));
+  if (!cnt) return false;
+  uint32_t *const tot = cnt.ptr;
+  if (parts == 1) {
+    memset(tot, 0, nb * sizeof(uint32_t));
+    for (size_t i = 0; i < n; ++i) ++tot[key_bucket(c.enc(src[i]))];
+    counting_fill(c, tot, dst, 0, nb, 0, n);
+    return true;
+  }
+  const bool shared = shares_work(ctx, n);
+  size_t next = 0;  // the next chunk to count, then the next piece to fill
+  auto count = [&](int t) {
+    uint32_t *ct = tot + size_t(t) * nb;
+    memset(ct, 0, nb * sizeof(uint32_t));
+    if (!shared) {
+      for (size_t i = chunk_begin(n, parts, t), e = chunk_begin(n, parts, t + 1); i < e; ++i)
+        ++ct[key_bucket(c.enc(src[i]))];
+      return;
+    }
+    for (;;) {
+      const size_t lo = __atomic_fetch_add(&next, kSharedChunk, __ATOMIC_RELAXED);
+      if (lo >= n) return;
+      const size_t hi = lo + kSharedChunk < n ? lo + kSharedChunk : n;
+      for (size_t i = lo; i < hi; ++i) ++ct[key_bucket(c.enc(src[i]))];
+    }
+  };
+  parallel_tasks(ctx, parts, count);
+  for (int t = 1; t < parts; ++t) {
+    const uint32_t *ct = tot + size_t(t) * nb;
+    for (size_t b = 0; b < nb; ++b) tot[b] += ct[b];
+  }
+  // Where each piece's buckets begin: whole blocks of 64 buckets (a vectorised sum) up to its
+  // share of the keys, then single buckets.
+  const int pieces = shared ? (4 * parts < kMaxBuckets ? 4 * parts : kMaxBuckets) : parts;
+  size_t b_at[kMaxBuckets + 1], pos_at[kMaxBuckets + 1];
+  size_t b = 0, pos = 0;
+  b_at[0] = pos_at[0] = 0;
+  for (int p = 1; p < pieces; ++p) {
+    const size_t goal = chunk_begin(n, pieces, p);
+    while (b + 64 <= nb) {
+      uint32_t s = 0;
+      for (size_t j = 0; j < 64; ++j) s += tot[b + j];
+      if (pos + s > goal) break;
+      pos += s;
+      b += 64;
+    }
+    while (b < nb && pos + tot[b] <= goal) pos += tot[b++];
+    b_at[p] = b;
+    pos_at[p] = pos;
+  }
+  b_at[pieces] = nb;
+  pos_at[pieces] = n;
+  next = 0;
+  auto fill = [&](int t) {
+    if (!shared) {
+      counting_fill(c, tot, dst, b_at[t], b_at[t + 1], pos_at[t], pos_at[t + 1]);
+      return;
+    }
+    for (;;) {
+      const size_t p = __atomic_fetch_add(&next, size_t(1), __ATOMIC_RELAXED);
+      if (p >= size_t(pieces)) return;
+      counting_fill(c, tot, dst, b_at[p], b_at[p + 1], pos_at[p], pos_at[p + 1]);
+    }
+  };
+  parallel_tasks(ctx, parts, fill);
   return true;
 }
 

@@ -1,8 +1,9 @@
 // simd16-inl.h: vector ops on 16-bit keys for the sorting networks; a partition step only where
 // compiled with AVX512-VBMI2 (16-bit compress: engines/avx512/sort16.cc, core/sort16_compress.h),
 // elsewhere the 16-bit quicksort keeps the scalar lanes of ScalarOps. Twice the lanes of the
-// 32-bit networks, so short rows of 8/16-bit dtypes sort in half the steps. Same contract as the Ops<T> of simd-inl.h (load/store, set1, partial
-// load/store, minmax, perm_xor<M>, cx_lanes<M>); the portable engine keeps ScalarOps.
+// 32-bit networks, so short rows of 8/16-bit dtypes sort in half the steps. Same contract as the
+// Ops<T> of simd-inl.h (load/store, set1, partial load/store, minmax, perm_xor<M>,
+// cx_lanes<M>); the portable engine keeps ScalarOps.
 #ifndef KWKER_CORE_SIMD16_INL_H_
 #define KWKER_CORE_SIMD16_INL_H_
 
@@ -214,7 +215,8 @@ template <> struct Ops<int16_t> {
     _mm512_storeu_si512(wl, _mm512_maskz_compress_epi16(__mmask32(~gt), v));
     wl += W - nr;
     wr -= nr;
-    _mm512_mask_storeu_epi16(wr, __mmask32(_bzhi_u32(~0u, nr)), _mm512_maskz_compress_epi16(gt, v));
+    _mm512_mask_storeu_epi16(wr, __mmask32(_bzhi_u32(~0u, nr)),
+                             _mm512_maskz_compress_epi16(gt, v));
   }
 #endif
 };
