@@ -359,13 +359,7 @@ __attribute__((noinline)) bool sort_float_bits_short(const Codec c, const typena
   const IntCodec<K, false> bits(0);
   sort_coded_as<S>(bits, reinterpret_cast<const K *>(src), reinterpret_cast<K *>(dst), n);
   K *d = reinterpret_cast<K *>(dst);
-  size_t lo = 0, hi = n;  // the negative keys lead: find where they end
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (d[mid] < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  reverse_keys<S>(d, lo);
+  reverse_keys<S>(d, negative_count(d, n, false));
   return true;
 }
 

@@ -363,18 +363,6 @@ size_t count_nans(CallCtx &ctx, const Codec c, const typename Codec::T *a, size_
   return total;
 }
 
-// The bit patterns k[0..n) of floats, sorted as signed integers: how many are negative (a
-// prefix ascending, a suffix descending), by binary search.
-template <class K> size_t negative_count(const K *k, size_t n, bool desc) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if ((k[mid] < 0) != desc) lo = mid + 1;
-    else hi = mid;
-  }
-  return desc ? n - lo : lo;
-}
-
 // The same, NaN-free: the negative block reversed gives the float order.
 template <class K> void reverse_negatives(CallCtx &ctx, K *k, size_t n, bool desc) {
   const size_t neg = negative_count(k, n, desc);

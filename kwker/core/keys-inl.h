@@ -169,5 +169,17 @@ struct DatetimeCodec {
   }
 };
 
+// The bit patterns k[0..n) of floats, sorted as signed integers: how many are negative (a
+// prefix ascending, a suffix descending), by binary search.
+template <class K> size_t negative_count(const K *k, size_t n, bool desc) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if ((k[mid] < 0) != desc) lo = mid + 1;
+    else hi = mid;
+  }
+  return desc ? n - lo : lo;
+}
+
 }  // namespace KWKER_ENGINE_NS
 }  // namespace kwker

@@ -82,13 +82,7 @@ bool counting_sort(CallCtx &ctx, const typename Codec::T *src, typename Codec::T
   Scratch<uint32_t> cnt(nb * size_t(parts));
   if (!cnt) return false;
   uint32_t *const tot = cnt.ptr;
-  if (parts == 1) {
-    memset(tot, 0, nb * sizeof(uint32_t));
-    for (size_t i = 0; i < n; ++i) ++tot[key_bucket(c.enc(src[i]))];
-    counting_fill(c, tot, dst, 0, nb, 0, n);
-    return true;
-  }
-  const bool shared = shares_work(ctx, n);
+  const bool shared = parts > 1 && shares_work(ctx, n);
   size_t next = 0;  // the next chunk to count, then the next piece to fill
   auto count = [&](int t) {
     uint32_t *ct = tot + size_t(t) * nb;
@@ -105,6 +99,11 @@ bool counting_sort(CallCtx &ctx, const typename Codec::T *src, typename Codec::T
       for (size_t i = lo; i < hi; ++i) ++ct[key_bucket(c.enc(src[i]))];
     }
   };
+  if (parts == 1) {
+    count(0);
+    counting_fill(c, tot, dst, 0, nb, 0, n);
+    return true;
+  }
   parallel_tasks(ctx, parts, count);
   for (int t = 1; t < parts; ++t) {
     const uint32_t *ct = tot + size_t(t) * nb;

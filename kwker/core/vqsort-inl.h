@@ -601,11 +601,13 @@ template <class Fin> inline void sort_keys(int64_t* a, size_t n, const Fin& fin)
   else vq::sort<vq::Ops<int64_t>>(a, n, fin);
 }
 template <class Fin> inline void sort_keys(int16_t* a, size_t n, const Fin& fin) {
+#if defined(KWKER_SORT16_COMPRESS)
   if (compress16(n)) {  // compiled elsewhere, so fin runs once, on the whole sorted range
-    sort_keys(a, n);
+    sort16_compress(a, n);
     fin(a, n);
     return;
   }
+#endif
   vq::sort<vq::ScalarOps<int16_t>>(a, n, fin);
 }
 inline void sort_keys(int64_t* a, size_t n) { sort_keys(a, n, vq::NoFinalize()); }
