@@ -161,29 +161,115 @@ inline void sort_block(typename S::Key* a, size_t n) {
   }
 }
 
-// cap < n <= 2 * cap keys (cap = K * W): each half sorted by the network in registers, then
-// the last bitonic stage through a stack buffer: the flip layer pairs key x of the first half
-// with key 2 cap - 1 - x (a vector against a lane-reversed vector), after which each half is a
-// bitonic sequence that its own merge layers finish in registers. Cheaper than a quicksort
-// partition for two leaves, and it needs no more registers than one network.
+// cap < n <= 2 * cap keys (cap = K * W): the first cap keys sorted by the network in registers,
+// the other m = n - cap by the smallest network that holds them (K2 vectors, padded with the
+// largest key), then the last bitonic stage through a stack buffer. Its flip layer pairs key x
+// of the first half with key 2 cap - 1 - x of the padded second (a vector against a
+// lane-reversed vector); where that partner is padding the pair is a no-op, so only the first
+// half's last K2 vectors meet the second half. The lower half is then a bitonic sequence that
+// its own merge layers finish; the upper half holds its m keys in its first K2 vectors, a
+// bitonic sequence padded with the largest key (still bitonic), which a merge of K2 vectors
+// sorts. Cheaper than a quicksort partition and two leaves, and a second network sized to its
+// keys makes it cheaper still just above one network (a padded second network of K vectors
+// made 129 int32 keys cost as much as 256 on AVX2).
 // load(i, lanes) returns the input's vector i (lanes < W: a partial one, padded with the largest
 // key); store(i, v, lanes) writes the output's vector i. Every load comes before the first store.
+template <class S, size_t K, size_t K2, class Load, class Store>
+inline void pair_second_half(size_t m, const Load& load, const Store& store,
+                             typename S::Key* buf) {
+  using V = typename S::V;
+  constexpr size_t W = S::W, H = K * W;
+  const size_t full = m / W, rem = m % W;
+  const V pad = S::set1(Limits<typename S::Key>::kMax);
+  {
+    V v[K2];
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K2; ++i) {
+      if (i < full) v[i] = load(K + i, W);
+      else if (i == full && rem != 0) v[i] = load(K + i, rem);
+      else v[i] = pad;
+    }
+    sort_vectors<S, K2>(v);
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K2; ++i) S::store(buf + H + i * W, v[i]);
+  }
+#pragma GCC unroll 32
+  for (size_t u = 0; u < K2; ++u) {  // first-half vector K - 1 - u against second-half vector u
+    const size_t i = K - 1 - u;
+    const V a = S::load(buf + i * W);
+    const V b = S::template perm_xor<unsigned(W - 1)>(S::load(buf + H + u * W));
+    V lo, hi;
+    S::minmax(a, b, lo, hi);
+    S::store(buf + i * W, lo);
+    S::store(buf + H + u * W, S::template perm_xor<unsigned(W - 1)>(hi));
+  }
+  V v[K2];
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K2; ++i) v[i] = S::load(buf + H + i * W);
+  cx_merge_layers<S, K2, K2 * W / 2>(v);
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K2; ++i) {  // every load is done: the upper half goes out now
+    if (i < full) store(K + i, v[i], W);
+    else if (i == full && rem != 0) store(K + i, v[i], rem);
+  }
+}
+
 template <class S, size_t K, class Load, class Store>
-inline void pair_sort_with(size_t n, const Load& load, const Store& store) {
+inline void pair_sort_with(size_t n, const Load& load, const Store& store);
+
+// The flip layer and both halves' merge layers of the last bitonic stage, on the two sorted
+// halves in buf (2 K vectors, the second padded with the largest key); stores the n keys.
+template <class S, size_t K, class Store>
+KWKER_VQ_INLINE void pair_finish(size_t n, typename S::Key* buf, const Store& store) {
+  using V = typename S::V;
+  constexpr size_t W = S::W, H = K * W;
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K; ++i) {
+    const V a = S::load(buf + i * W);
+    const V b = S::template perm_xor<unsigned(W - 1)>(S::load(buf + (2 * K - 1 - i) * W));
+    V lo, hi;
+    S::minmax(a, b, lo, hi);
+    S::store(buf + i * W, lo);
+    S::store(buf + (2 * K - 1 - i) * W, S::template perm_xor<unsigned(W - 1)>(hi));
+  }
+  for (size_t half = 0; half < 2; ++half) {
+    V v[K];
+    const typename S::Key* b = buf + half * H;
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) v[i] = S::load(b + i * W);
+    cx_merge_layers<S, K, H / 2>(v);
+#pragma GCC unroll 32
+    for (size_t i = 0; i < K; ++i) {
+      const size_t at = half * H + i * W;
+      if (at + W <= n) store(half * K + i, v[i], W);
+      else if (at < n) store(half * K + i, v[i], n - at);
+    }
+  }
+}
+
+// The first K vectors sorted by the network into buf.
+template <class S, size_t K, class Load>
+KWKER_VQ_INLINE void pair_first_half(const Load& load, typename S::Key* buf) {
+  using V = typename S::V;
+  constexpr size_t W = S::W;
+  V v[K];
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K; ++i) v[i] = load(i, W);
+  sort_vectors<S, K>(v);
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K; ++i) S::store(buf + i * W, v[i]);
+}
+
+// The second half more than K / 2 vectors: both halves sorted by networks of K vectors.
+template <class S, size_t K, class Load, class Store>
+KWKER_VQ_INLINE void pair_sort_even(size_t n, const Load& load, const Store& store) {
   using V = typename S::V;
   using Key = typename S::Key;
   constexpr size_t W = S::W, H = K * W;
   alignas(64) Key buf[2 * H];
-  const V pad = S::set1(Limits<Key>::kMax);
+  pair_first_half<S, K>(load, buf);
   {
-    V v[K];
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) v[i] = load(i, W);
-    sort_vectors<S, K>(v);
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) S::store(buf + i * W, v[i]);
-  }
-  {
+    const V pad = S::set1(Limits<Key>::kMax);
     const size_t m = n - H, full = m / W, rem = m % W;
     V v[K];
 #pragma GCC unroll 32
@@ -196,27 +282,61 @@ inline void pair_sort_with(size_t n, const Load& load, const Store& store) {
 #pragma GCC unroll 32
     for (size_t i = 0; i < K; ++i) S::store(buf + H + i * W, v[i]);
   }
-#pragma GCC unroll 32
-  for (size_t i = 0; i < K; ++i) {
-    const V a = S::load(buf + i * W);
-    const V b = S::template perm_xor<unsigned(W - 1)>(S::load(buf + (2 * K - 1 - i) * W));
-    V lo, hi;
-    S::minmax(a, b, lo, hi);
-    S::store(buf + i * W, lo);
-    S::store(buf + (2 * K - 1 - i) * W, S::template perm_xor<unsigned(W - 1)>(hi));
+  pair_finish<S, K>(n, buf, store);
+}
+
+// The second half K / 2 to 3 K / 4 vectors: those sorted as a merge of their own (K / 2 vectors
+// and the few beyond them) into the padded second half. Measured: that wins just above three
+// halves of a network and loses near two (design.md). Its own function: in the one above, its
+// code slowed the full networks' path (AVX2 float32 argsorts of rows of 256, 0.85x).
+template <class S, size_t K, class Load, class Store>
+inline void pair_sort_nested(size_t n, const Load& load, const Store& store) {
+  using V = typename S::V;
+  using Key = typename S::Key;
+  constexpr size_t W = S::W, H = K * W;
+  alignas(64) Key buf[2 * H];
+  pair_first_half<S, K>(load, buf);
+  const size_t m = n - H;
+  pair_sort_with<S, K / 2>(
+      m, [&](size_t i, size_t lanes) { return load(K + i, lanes); },
+      [&](size_t i, V v, size_t) { S::store(buf + H + i * W, v); });
+  const V pad = S::set1(Limits<Key>::kMax);
+  for (size_t i = (m + W - 1) / W; i < K; ++i) S::store(buf + H + i * W, pad);
+  pair_finish<S, K>(n, buf, store);
+}
+
+template <class S, size_t K, class Load, class Store>
+inline void pair_sort_with(size_t n, const Load& load, const Store& store) {
+  using V = typename S::V;
+  using Key = typename S::Key;
+  constexpr size_t W = S::W, H = K * W;
+  const size_t m = n - H, mv = (m + W - 1) / W;
+  if (2 * mv > K) {
+    if constexpr (K >= 16) {
+      if (4 * mv <= 3 * K) {
+        pair_sort_nested<S, K>(n, load, store);
+        return;
+      }
+    }
+    pair_sort_even<S, K>(n, load, store);
+    return;
   }
-  for (size_t half = 0; half < 2; ++half) {
+  alignas(64) Key buf[2 * H];
+  pair_first_half<S, K>(load, buf);
+  static_assert(K >= 8, "the second network sizes below assume K >= 8");
+  constexpr size_t h = K / 2;  // the largest second network here
+  if (mv <= 1) pair_second_half<S, K, 1>(m, load, store, buf);
+  else if (mv <= 2) pair_second_half<S, K, 2>(m, load, store, buf);
+  else if (mv <= 4) pair_second_half<S, K, 4>(m, load, store, buf);
+  else if (mv <= 8) pair_second_half<S, K, (h < 8 ? h : 8)>(m, load, store, buf);
+  else pair_second_half<S, K, (h < 16 ? h : 16)>(m, load, store, buf);
+  {
     V v[K];
-    const Key* b = buf + half * H;
 #pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) v[i] = S::load(b + i * W);
+    for (size_t i = 0; i < K; ++i) v[i] = S::load(buf + i * W);
     cx_merge_layers<S, K, H / 2>(v);
 #pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) {
-      const size_t at = half * H + i * W;
-      if (at + W <= n) store(half * K + i, v[i], W);
-      else if (at < n) store(half * K + i, v[i], n - at);
-    }
+    for (size_t i = 0; i < K; ++i) store(i, v[i], W);
   }
 }
 

@@ -16,7 +16,7 @@ namespace KWKER_ENGINE_NS {
 // 16-bit compress quicksort (avx512 only: core/sort16_compress.h).
 #if defined(__AVX512F__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    512, 256, 128, 513, 1024, 416, 512, 176, 256, 192, 128, 128, 7, 8, 256, 200000, 65537, 10,
+    512, 256, 128, 513, 1024, 257, 512, 129, 256, 192, 128, 128, 7, 8, 256, 200000, 65537, 10,
     9, 9, 256, 64, 0, 0, 1025};
 // Intel cores measured differently where a network's min / max become float comparisons: a
 // 512-bit vminps / vminpd has a longer latency there than the integer forms, while AMD's Zen
@@ -30,11 +30,11 @@ constexpr int64_t kIntelDefaults[][2] = {{tune::kSortFloatMin32, 0},
                                          {tune::kSortFloatPairMin64, 0}};
 #elif defined(__AVX2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    256, 128, 64, 384, 512, 208, 256, 112, 128, 128, 32, 64, 7, 7, 256, 60000, 60000, 11,
-    9, 9, 256, 128, 176, 65, 0};
+    256, 128, 64, 257, 512, 129, 256, 112, 128, 128, 32, 64, 7, 7, 256, 60000, 60000, 11,
+    9, 9, 256, 128, 129, 65, 0};
 #elif defined(__SSE4_2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    128, 64, 32, 192, 256, 128, 128, 0, 0, 64, 32, 32, 7, 7, 256, 30000, 30000, 22, 0, 0, 0, 0,
+    128, 64, 32, 129, 256, 128, 128, 0, 0, 64, 32, 32, 7, 7, 256, 30000, 30000, 22, 0, 0, 0, 0,
     0, 0, 0};
 #else
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
