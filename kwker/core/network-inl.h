@@ -214,9 +214,6 @@ inline void pair_second_half(size_t m, const Load& load, const Store& store,
   }
 }
 
-template <class S, size_t K, class Load, class Store>
-inline void pair_sort_with(size_t n, const Load& load, const Store& store);
-
 // The flip layer and both halves' merge layers of the last bitonic stage, on the two sorted
 // halves in buf (2 K vectors, the second padded with the largest key); stores the n keys.
 template <class S, size_t K, class Store>
@@ -260,7 +257,9 @@ KWKER_VQ_INLINE void pair_first_half(const Load& load, typename S::Key* buf) {
   for (size_t i = 0; i < K; ++i) S::store(buf + i * W, v[i]);
 }
 
-// The second half more than K / 2 vectors: both halves sorted by networks of K vectors.
+// The second half more than K / 2 vectors: both halves sorted by networks of K vectors (a
+// merge of K / 2 vectors and the rest in its place won only just above 3 K / 2 vectors and
+// made the engines' compile a third longer).
 template <class S, size_t K, class Load, class Store>
 KWKER_VQ_INLINE void pair_sort_even(size_t n, const Load& load, const Store& store) {
   using V = typename S::V;
@@ -285,26 +284,6 @@ KWKER_VQ_INLINE void pair_sort_even(size_t n, const Load& load, const Store& sto
   pair_finish<S, K>(n, buf, store);
 }
 
-// The second half K / 2 to 3 K / 4 vectors: those sorted as a merge of their own (K / 2 vectors
-// and the few beyond them) into the padded second half. Measured: that wins just above three
-// halves of a network and loses near two (design.md). Its own function: in the one above, its
-// code slowed the full networks' path (AVX2 float32 argsorts of rows of 256, 0.85x).
-template <class S, size_t K, class Load, class Store>
-inline void pair_sort_nested(size_t n, const Load& load, const Store& store) {
-  using V = typename S::V;
-  using Key = typename S::Key;
-  constexpr size_t W = S::W, H = K * W;
-  alignas(64) Key buf[2 * H];
-  pair_first_half<S, K>(load, buf);
-  const size_t m = n - H;
-  pair_sort_with<S, K / 2>(
-      m, [&](size_t i, size_t lanes) { return load(K + i, lanes); },
-      [&](size_t i, V v, size_t) { S::store(buf + H + i * W, v); });
-  const V pad = S::set1(Limits<Key>::kMax);
-  for (size_t i = (m + W - 1) / W; i < K; ++i) S::store(buf + H + i * W, pad);
-  pair_finish<S, K>(n, buf, store);
-}
-
 template <class S, size_t K, class Load, class Store>
 inline void pair_sort_with(size_t n, const Load& load, const Store& store) {
   using V = typename S::V;
@@ -312,12 +291,6 @@ inline void pair_sort_with(size_t n, const Load& load, const Store& store) {
   constexpr size_t W = S::W, H = K * W;
   const size_t m = n - H, mv = (m + W - 1) / W;
   if (2 * mv > K) {
-    if constexpr (K >= 16) {
-      if (4 * mv <= 3 * K) {
-        pair_sort_nested<S, K>(n, load, store);
-        return;
-      }
-    }
     pair_sort_even<S, K>(n, load, store);
     return;
   }
