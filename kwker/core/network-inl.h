@@ -161,6 +161,26 @@ inline void sort_block(typename S::Key* a, size_t n) {
   }
 }
 
+// The m keys beyond the first K vectors (load(K + i, lanes)) sorted by a network of K2 vectors
+// into buf + K * W, padded with the largest key.
+template <class S, size_t K, size_t K2, class Load>
+KWKER_VQ_INLINE void pair_second_network(size_t m, const Load& load, typename S::Key* buf) {
+  using V = typename S::V;
+  constexpr size_t W = S::W, H = K * W;
+  const size_t full = m / W, rem = m % W;
+  const V pad = S::set1(Limits<typename S::Key>::kMax);
+  V v[K2];
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K2; ++i) {
+    if (i < full) v[i] = load(K + i, W);
+    else if (i == full && rem != 0) v[i] = load(K + i, rem);
+    else v[i] = pad;
+  }
+  sort_vectors<S, K2>(v);
+#pragma GCC unroll 32
+  for (size_t i = 0; i < K2; ++i) S::store(buf + H + i * W, v[i]);
+}
+
 // cap < n <= 2 * cap keys (cap = K * W): the first cap keys sorted by the network in registers,
 // the other m = n - cap by the smallest network that holds them (K2 vectors, padded with the
 // largest key), then the last bitonic stage through a stack buffer. Its flip layer pairs key x
@@ -180,19 +200,7 @@ inline void pair_second_half(size_t m, const Load& load, const Store& store,
   using V = typename S::V;
   constexpr size_t W = S::W, H = K * W;
   const size_t full = m / W, rem = m % W;
-  const V pad = S::set1(Limits<typename S::Key>::kMax);
-  {
-    V v[K2];
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K2; ++i) {
-      if (i < full) v[i] = load(K + i, W);
-      else if (i == full && rem != 0) v[i] = load(K + i, rem);
-      else v[i] = pad;
-    }
-    sort_vectors<S, K2>(v);
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K2; ++i) S::store(buf + H + i * W, v[i]);
-  }
+  pair_second_network<S, K, K2>(m, load, buf);
 #pragma GCC unroll 32
   for (size_t u = 0; u < K2; ++u) {  // first-half vector K - 1 - u against second-half vector u
     const size_t i = K - 1 - u;
@@ -262,25 +270,11 @@ KWKER_VQ_INLINE void pair_first_half(const Load& load, typename S::Key* buf) {
 // made the engines' compile a third longer).
 template <class S, size_t K, class Load, class Store>
 KWKER_VQ_INLINE void pair_sort_even(size_t n, const Load& load, const Store& store) {
-  using V = typename S::V;
   using Key = typename S::Key;
-  constexpr size_t W = S::W, H = K * W;
+  constexpr size_t H = K * S::W;
   alignas(64) Key buf[2 * H];
   pair_first_half<S, K>(load, buf);
-  {
-    const V pad = S::set1(Limits<Key>::kMax);
-    const size_t m = n - H, full = m / W, rem = m % W;
-    V v[K];
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) {
-      if (i < full) v[i] = load(K + i, W);
-      else if (i == full && rem != 0) v[i] = load(K + i, rem);
-      else v[i] = pad;
-    }
-    sort_vectors<S, K>(v);
-#pragma GCC unroll 32
-    for (size_t i = 0; i < K; ++i) S::store(buf + H + i * W, v[i]);
-  }
+  pair_second_network<S, K, K>(n - H, load, buf);
   pair_finish<S, K>(n, buf, store);
 }
 
