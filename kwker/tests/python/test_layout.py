@@ -3,6 +3,9 @@ lists; and that nothing writes to the caller's array."""
 import numpy as np
 import pytest
 
+import kwker
+from kwker import _backend
+
 
 def _inputs(rng):
     base = (rng.standard_normal((4, 5, 6)) * 10).round()
@@ -119,3 +122,60 @@ def test_nan_payloads_survive_sort(kw):
     assert first == [bits[0], bits[2], bits[1], bits[3]]
     rows = kw.sort(np.stack([a, a[::-1]]), axis=1).view(np.uint32)
     assert rows[0].tolist() == got and rows[1].tolist() == [bits[3], bits[1], bits[2], bits[0]]
+
+
+_FIELD_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                 "uint64", "float16", "float32", "float64", "intc", "uintc", "long", "ulong",
+                 "longlong", "ulonglong", "datetime64[ns]", "datetime64[D]", "timedelta64[s]")
+
+
+def _field_inputs(rng, dtype):
+    """An ndarray of `dtype` in every layout the fast paths read in place or must decline."""
+    dt = np.dtype(dtype)
+    if dt.kind in "mM":
+        a = rng.integers(-10**6, 10**6, 60).astype(np.int64).view(dt)
+        a[::7] = np.array("NaT", dtype=dt)
+    elif dt.kind == "b":
+        a = rng.integers(0, 2, 60).astype(dt)
+    elif dt.kind == "f":  # signs, zeros of both signs and NaN: a wrong code misorders them
+        a = (rng.standard_normal(60) * 100).astype(dt)
+        a[::9], a[1::11], a[2::13] = np.nan, -0.0, 0.0
+    else:  # the whole range: a signed / unsigned or width mix-up misorders it
+        info = np.iinfo(dt)
+        a = rng.integers(info.min, info.max, 60, dtype=dt, endpoint=True)
+    yield "c", a
+    yield "rows", a.reshape(6, 10)
+    yield "strided", a[::3]
+    yield "fortran", np.asfortranarray(a.reshape(6, 10))
+    yield "swapped", a.astype(dt.newbyteorder())
+    raw = np.zeros(a.nbytes + 1, np.uint8)
+    unaligned = raw[1:].view(dt)  # misaligned for every itemsize above 1
+    unaligned[:] = a
+    yield "unaligned", unaligned
+    ro = a.copy()
+    ro.setflags(write=False)
+    yield "readonly", ro
+
+
+@pytest.mark.parametrize("dtype", _FIELD_DTYPES)
+def test_fast_paths_read_every_dtype_and_layout(backend, rng, dtype):
+    """The fast paths (kwker._fast reads exact ndarrays' fields in place, datetime64 and
+    timedelta64 included, which export no buffer) give NumPy's results for every dtype and
+    layout, and decline what they cannot read in place (the general path takes it)."""
+    for label, a in _field_inputs(rng, dtype):
+        before = a.copy()
+        for axis in (None, -1, 0):
+            if axis is not None and a.ndim == 1 and axis == 0:
+                continue
+            got = kwker.sort(a, axis=axis)
+            assert got.dtype == a.dtype.newbyteorder("=") and got.flags.c_contiguous
+            np.testing.assert_array_equal(got, np.sort(a, axis=axis), err_msg=f"{label} {axis}")
+            np.testing.assert_array_equal(kwker.argsort(a, axis=axis),
+                                          np.argsort(a, axis=axis, kind="stable"),
+                                          err_msg=f"{label} {axis}")
+        np.testing.assert_array_equal(a, before, err_msg=f"{label} was modified")
+    if backend == "fast":  # the ctypes backend's fast path keeps to the NumPy dtypes it maps
+        native = next(_field_inputs(rng, dtype))[1]
+        assert _backend.sort_last(native) is not None, f"{dtype}: the fast path declined"
+        assert _backend.argsort_last(native) is not None, f"{dtype}: the fast path declined"
+        assert _backend.sort_axis(native.reshape(6, 10), 0) is not None

@@ -93,16 +93,23 @@ def _topk_case(dtype, length, k, axis=1):
                 n=lambda s: max(1, s.grid // length) * length, shape=shape)
 
 
-EVERY_DTYPE = DTYPES + ("bool", "int8", "uint8", "uint16", "uint32", "uint64", "float16")
+TIME_DTYPES = ("datetime64", "timedelta64")  # nanoseconds; NaT in one key of 64
+EVERY_DTYPE = DTYPES + ("bool", "int8", "uint8", "uint16", "uint32", "uint64",
+                        "float16") + TIME_DTYPES
 MID_SIZES = (10000, 100000, 1000000)
 
 
 def _any_dtype(rng, dtype, n):
-    """uniform() for every dtype Kwker sorts: bools half true, float16 from float32."""
+    """uniform() for every dtype Kwker sorts: bools half true, float16 from float32, datetime64
+    and timedelta64 (ns) over +-146 years with NaT in one key of 64."""
     if dtype == "bool":
         return rng.integers(0, 2, size=n).astype(bool)
     if dtype == "float16":
         return rng.random(n, dtype=np.float32).astype(np.float16)
+    if dtype in TIME_DTYPES:
+        a = rng.integers(-(1 << 62), 1 << 62, size=n, dtype=np.int64).view(f"{dtype}[ns]")
+        a[rng.random(n) < 1 / 64] = np.array("NaT", a.dtype)
+        return a
     return uniform(rng, dtype, n)
 
 
@@ -185,8 +192,8 @@ def grid_cases():
               for dt in DTYPES for op in ("sort", "argsort") for length in COL_LENGTHS]
     cases += [_topk_case(dt, length, k) for dt in DTYPES for length, k in TOPK_ROWS]
     cases += [_topk_case(dt, length, k, axis=0) for dt in DTYPES for length, k in TOPK_COLS]
-    cases += [_flat_case(op, dt, n) for dt in DTYPES for op in ("sort", "argsort")
-              for n in SMALL_SIZES]
+    cases += [_flat_case(op, dt, n) for dt in DTYPES + TIME_DTYPES
+              for op in ("sort", "argsort") for n in SMALL_SIZES]
     cases += [_small_cols_case(op, dt, r, c) for dt in DTYPES for op in ("sort", "argsort")
               for r, c in ((16, 16), (100, 10))]
     cases += [_segments_case(dt, ind) for dt in ("float32", "float64") for ind in (False, True)]
