@@ -10,6 +10,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <string.h>
 
 #include "kwker/kwker.h"
@@ -120,7 +121,8 @@ static int format_code(const char *fmt, Py_ssize_t itemsize) {
 }
 
 /* The fast paths: sort_last(a) / argsort_last(a) sort a C-contiguous array of a native kwker
- * dtype along its last axis (a 1-D array as a whole) with the default options, in one C call
+ * dtype along its last axis (a 1-D array as a whole; a strided 1-D array through one gathering
+ * pass), with the default options or those kwker/_api.py checked and passes on, in one C call
  * with no Python work; they return None to decline anything else (the Python layer then takes
  * its general path). Results come from numpy.empty (a's dtype, or int64) and the C call fills them
  * straight from `a`: no separate copy pass. */
@@ -236,12 +238,13 @@ static int last_axis_view(PyObject *a, Py_buffer *v, int *code, Py_ssize_t *rows
   return 1;
 }
 
-/* numpy.empty(v's shape, dtype): for the exact, C-contiguous ndarrays the fast paths take, the
- * same array numpy.empty_like(a) gives, in about half its time (100 ns of a 500 ns call). */
-static PyObject *new_result(const Py_buffer *v, PyObject *dtype) {
-  PyObject *shape = v->ndim == 1 ? PyLong_FromSsize_t(v->shape[0]) : PyTuple_New(v->ndim);
-  for (int d = 0; shape != NULL && v->ndim > 1 && d < v->ndim; ++d) {
-    PyObject *len = PyLong_FromSsize_t(v->shape[d]);
+/* numpy.empty(shape, dtype) for a shape of ndim lengths: for the exact, C-contiguous ndarrays the
+ * fast paths take, the same array numpy.empty_like(a) gives, in about half its time (100 ns of a
+ * 500 ns call). */
+static PyObject *new_array(int ndim, const Py_ssize_t *lengths, PyObject *dtype) {
+  PyObject *shape = ndim == 1 ? PyLong_FromSsize_t(lengths[0]) : PyTuple_New(ndim);
+  for (int d = 0; shape != NULL && ndim > 1 && d < ndim; ++d) {
+    PyObject *len = PyLong_FromSsize_t(lengths[d]);
     if (len == NULL) Py_CLEAR(shape);
     else PyTuple_SET_ITEM(shape, d, len);
   }
@@ -251,13 +254,139 @@ static PyObject *new_result(const Py_buffer *v, PyObject *dtype) {
   return out;
 }
 
-static PyObject *fast_sort_last(PyObject *self, PyObject *a) {
+static PyObject *new_result(const Py_buffer *v, PyObject *dtype) {
+  return new_array(v->ndim, v->shape, dtype);
+}
+
+/* The options of sort_last / argsort_last / sort_axis / argsort_axis after their leading
+ * arguments: flags (kwker_sort's DESCENDING | NANS_FIRST) and threads (0: the process budget),
+ * both checked by kwker/_api.py, and for the last-axis calls `flat` (axis=None: an N-d array
+ * sorted as one 1-D run in C order). */
+typedef struct {
+  unsigned flags;
+  int threads;
+  int flat;
+} Options;
+
+static int parse_options(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t lead, int with_flat,
+                         const char *usage, Options *opt) {
+  opt->flags = 0;
+  opt->threads = 0;
+  opt->flat = 0;
+  if (nargs < lead || nargs > lead + 2 + with_flat) {
+    PyErr_Format(PyExc_TypeError, "kwker._fast.%s", usage);
+    return -1;
+  }
+  if (nargs > lead) {
+    const long f = PyLong_AsLong(args[lead]);
+    if (f == -1 && PyErr_Occurred()) return -1;
+    opt->flags = (unsigned)f;
+  }
+  if (nargs > lead + 1) {
+    const long t = PyLong_AsLong(args[lead + 1]);
+    if (t == -1 && PyErr_Occurred()) return -1;
+    opt->threads = t > INT_MAX ? INT_MAX : (int)t;
+  }
+  if (nargs > lead + 2 && (opt->flat = PyObject_IsTrue(args[lead + 2])) < 0) return -1;
+  return 0;
+}
+
+/* A strided 1-D ndarray (a slice a[::k], a column m[:, j]) read in place: its first element,
+ * length, byte stride and dtype code; 0 to decline. Gathered into a contiguous run by copy_run
+ * below, in the pass the general path's numpy.ascontiguousarray would make, without its array. */
+static int strided_view(PyObject *a, const char **data, Py_ssize_t *n, Py_ssize_t *stride,
+                        int *code) {
+  if (Py_TYPE(a) != ndarray_type) return 0;
+  const ArrayHead *arr = (const ArrayHead *)a;
+  const DescrHead *d = (const DescrHead *)arr->descr;
+  const int c = d == NULL ? -1 : type_num_code(d->type_num);
+#if PY_LITTLE_ENDIAN
+  const char foreign = '>';
+#else
+  const char foreign = '<';
+#endif
+  if (c < 0 || arr->nd != 1 || !(arr->flags & NPY_ALIGNED_FLAG) || d->byteorder == foreign)
+    return 0;
+  *data = arr->data;
+  *n = arr->dimensions[0];
+  *stride = arr->strides[0];
+  *code = c;
+  return 1;
+}
+
+static void copy_run(char *dst, const char *src, Py_ssize_t n, Py_ssize_t stride,
+                     Py_ssize_t size) {
+  switch (size) {
+    case 1: for (Py_ssize_t i = 0; i < n; ++i) dst[i] = src[i * stride]; break;
+#define KWKER_COPY_RUN(T)                                                               \
+  for (Py_ssize_t i = 0; i < n; ++i) ((T *)dst)[i] = *(const T *)(src + i * stride); \
+  break;
+    case 2: KWKER_COPY_RUN(uint16_t)
+    case 4: KWKER_COPY_RUN(uint32_t)
+    case 8: KWKER_COPY_RUN(uint64_t)
+#undef KWKER_COPY_RUN
+  }
+}
+
+/* Sort / stable argsort of a strided 1-D ndarray (strided_view), or None to decline. */
+static PyObject *strided_call(PyObject *a, const Options *opt, int indices) {
+  const char *data;
+  Py_ssize_t n, stride;
+  int code;
+  if (!strided_view(a, &data, &n, &stride, &code)) Py_RETURN_NONE;
+  PyObject *dtype = indices ? (Py_INCREF(int64_dtype), int64_dtype)
+                            : PyObject_GetAttr(a, dtype_name);
+  PyObject *out = new_array(1, &n, dtype);
+  Py_XDECREF(dtype);
+  Py_buffer o;
+  if (out == NULL || result_view(out, &o) < 0) {
+    Py_XDECREF(out);
+    return NULL;
+  }
+  const Py_ssize_t size = ITEMSIZE[code];
+  int st = KWKER_OK;
+  if (n > 0 && !indices) {
+    copy_run(o.buf, data, n, stride, size);
+    CALL(n >= GIL_RELEASE_MIN, kwker_sort(code, o.buf, n, opt->flags, opt->threads));
+  } else if (n > 0) {
+    char *run = PyMem_Malloc((size_t)(n * size));
+    if (run == NULL) {
+      PyBuffer_Release(&o);
+      Py_DECREF(out);
+      return PyErr_NoMemory();
+    }
+    copy_run(run, data, n, stride, size);
+    CALL(n >= GIL_RELEASE_MIN,
+         kwker_argsort(code, run, n, (int64_t *)o.buf, opt->flags, opt->threads));
+    PyMem_Free(run);
+  }
+  PyBuffer_Release(&o);
+  if (st != KWKER_OK) {
+    Py_DECREF(out);
+    return raise_status(st);
+  }
+  return out;
+}
+
+/* sort_last(a[, flags, threads[, flat]]) / argsort_last(...): along the last axis (a 1-D array,
+ * or with flat any C-contiguous array, as one run), or None to decline. */
+static PyObject *last_call(PyObject *const *args, Py_ssize_t nargs, int indices) {
+  Options opt;
+  if (parse_options(args, nargs, 1, 1,
+                    indices ? "argsort_last(a[, flags, threads[, flat]])"
+                            : "sort_last(a[, flags, threads[, flat]])",
+                    &opt) < 0)
+    return NULL;
+  PyObject *a = args[0];
   Py_buffer v, o;
   int code;
   Py_ssize_t rows, cols;
-  if (!last_axis_view(a, &v, &code, &rows, &cols)) Py_RETURN_NONE;
-  PyObject *dtype = PyObject_GetAttr(a, dtype_name);
-  PyObject *out = new_result(&v, dtype);
+  if (!last_axis_view(a, &v, &code, &rows, &cols)) return strided_call(a, &opt, indices);
+  const Py_ssize_t n = rows * cols;
+  PyObject *dtype = indices ? (Py_INCREF(int64_dtype), int64_dtype)
+                            : PyObject_GetAttr(a, dtype_name);
+  const int one_run = v.ndim == 1 || opt.flat;
+  PyObject *out = one_run ? new_array(1, &n, dtype) : new_result(&v, dtype);
   Py_XDECREF(dtype);
   if (out == NULL || result_view(out, &o) < 0) {
     Py_XDECREF(out);
@@ -265,10 +394,16 @@ static PyObject *fast_sort_last(PyObject *self, PyObject *a) {
     return NULL;
   }
   int st = KWKER_OK;
-  if (rows * cols > 0) {
-    if (v.ndim == 1) CALL(cols >= GIL_RELEASE_MIN, kwker_sort_copy(code, v.buf, o.buf, cols, 0u, 0));
-    else CALL(rows * cols >= GIL_RELEASE_MIN,
-              kwker_sort_rows_copy(code, v.buf, o.buf, rows, cols, 0u, 0));
+  const unsigned f = opt.flags;
+  const int th = opt.threads;
+  if (n > 0 && one_run) {
+    if (indices) CALL(n >= GIL_RELEASE_MIN, kwker_argsort(code, v.buf, n, (int64_t *)o.buf, f, th));
+    else CALL(n >= GIL_RELEASE_MIN, kwker_sort_copy(code, v.buf, o.buf, n, f, th));
+  } else if (n > 0) {
+    if (indices)
+      CALL(n >= GIL_RELEASE_MIN,
+           kwker_argsort_rows(code, v.buf, rows, cols, (int64_t *)o.buf, f, th));
+    else CALL(n >= GIL_RELEASE_MIN, kwker_sort_rows_copy(code, v.buf, o.buf, rows, cols, f, th));
   }
   PyBuffer_Release(&o);
   PyBuffer_Release(&v);
@@ -279,32 +414,77 @@ static PyObject *fast_sort_last(PyObject *self, PyObject *a) {
   return out;
 }
 
-static PyObject *fast_argsort_last(PyObject *self, PyObject *a) {
-  Py_buffer v, o;
+static PyObject *fast_sort_last(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  return last_call(args, nargs, 0);
+}
+
+static PyObject *fast_argsort_last(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  return last_call(args, nargs, 1);
+}
+
+/* topk_last(a, k, flags, sorted) -> (values, indices): kwker_topk_rows along the last axis of a
+ * C-contiguous native ndarray (k checked by kwker/_api.py), or None to decline. */
+static PyObject *fast_topk_last(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs != 4) {
+    PyErr_SetString(PyExc_TypeError, "kwker._fast.topk_last(a, k, flags, sorted)");
+    return NULL;
+  }
+  const long long k = PyLong_AsLongLong(args[1]);
+  if (k == -1 && PyErr_Occurred()) return NULL;
+  const long f = PyLong_AsLong(args[2]);
+  if (f == -1 && PyErr_Occurred()) return NULL;
+  const int sorted = PyObject_IsTrue(args[3]);
+  if (sorted < 0) return NULL;
+  Py_buffer v, ov, oi;
   int code;
   Py_ssize_t rows, cols;
-  if (!last_axis_view(a, &v, &code, &rows, &cols)) Py_RETURN_NONE;
-  PyObject *out = new_result(&v, int64_dtype);
-  if (out == NULL || result_view(out, &o) < 0) {
-    Py_XDECREF(out);
+  if (!last_axis_view(args[0], &v, &code, &rows, &cols)) Py_RETURN_NONE;
+  if (k < 0 || k > cols || v.ndim > 64) {
+    PyBuffer_Release(&v);
+    Py_RETURN_NONE;
+  }
+  Py_ssize_t shape[64];
+  memcpy(shape, v.shape, (size_t)v.ndim * sizeof shape[0]);
+  shape[v.ndim - 1] = (Py_ssize_t)k;
+  PyObject *dtype = PyObject_GetAttr(args[0], dtype_name);
+  PyObject *values = new_array(v.ndim, shape, dtype);
+  Py_XDECREF(dtype);
+  PyObject *indices = values ? new_array(v.ndim, shape, int64_dtype) : NULL;
+  if (indices == NULL || result_view(values, &ov) < 0) {
+    Py_XDECREF(values);
+    Py_XDECREF(indices);
+    PyBuffer_Release(&v);
+    return NULL;
+  }
+  if (result_view(indices, &oi) < 0) {
+    PyBuffer_Release(&ov);
+    Py_DECREF(values);
+    Py_DECREF(indices);
     PyBuffer_Release(&v);
     return NULL;
   }
   int st = KWKER_OK;
-  if (rows * cols > 0) {
-    if (v.ndim == 1)
-      CALL(cols >= GIL_RELEASE_MIN, kwker_argsort(code, v.buf, cols, (int64_t *)o.buf, 0u, 0));
-    else
-      CALL(rows * cols >= GIL_RELEASE_MIN,
-           kwker_argsort_rows(code, v.buf, rows, cols, (int64_t *)o.buf, 0u, 0));
-  }
-  PyBuffer_Release(&o);
+  if (rows * k > 0)
+    CALL(rows * cols >= GIL_RELEASE_MIN,
+         kwker_topk_rows(code, v.buf, rows, cols, k, (unsigned)f, sorted, ov.buf,
+                         (int64_t *)oi.buf, 0));
+  PyBuffer_Release(&oi);
+  PyBuffer_Release(&ov);
   PyBuffer_Release(&v);
   if (st != KWKER_OK) {
-    Py_DECREF(out);
+    Py_DECREF(values);
+    Py_DECREF(indices);
     return raise_status(st);
   }
-  return out;
+  PyObject *pair = PyTuple_New(2);
+  if (pair == NULL) {
+    Py_DECREF(values);
+    Py_DECREF(indices);
+    return NULL;
+  }
+  PyTuple_SET_ITEM(pair, 0, values);
+  PyTuple_SET_ITEM(pair, 1, indices);
+  return pair;
 }
 
 /* Along an axis before the last of a C-contiguous native ndarray, default options: outer, the
@@ -328,16 +508,23 @@ static int axis_view(PyObject *a, int axis, Py_buffer *v, int *code, long long *
   return 1;
 }
 
-/* sort_axis(a, axis) / argsort_axis(a, axis): the fast paths of sort and argsort along an axis
- * before the last (kwker_sort_cols), or None to decline. */
-static PyObject *axis_call(PyObject *args, int indices) {
-  PyObject *a;
-  int axis;
-  if (!PyArg_ParseTuple(args, "Oi", &a, &axis)) return NULL;
+/* sort_axis(a, axis[, flags, threads]) / argsort_axis(...): the fast paths of sort and argsort
+ * along an axis before the last (kwker_sort_cols), or None to decline. */
+static PyObject *axis_call(PyObject *const *args, Py_ssize_t nargs, int indices) {
+  Options opt;
+  if (parse_options(args, nargs, 2, 0,
+                    indices ? "argsort_axis(a, axis[, flags, threads])"
+                            : "sort_axis(a, axis[, flags, threads])",
+                    &opt) < 0)
+    return NULL;
+  PyObject *a = args[0];
+  const long axis = PyLong_AsLong(args[1]);
+  if (axis == -1 && PyErr_Occurred()) return NULL;
+  if (axis < -64 || axis > 64) Py_RETURN_NONE;
   Py_buffer v, o;
   int code;
   long long outer, rows, cols;
-  if (!axis_view(a, axis, &v, &code, &outer, &rows, &cols)) Py_RETURN_NONE;
+  if (!axis_view(a, (int)axis, &v, &code, &outer, &rows, &cols)) Py_RETURN_NONE;
   PyObject *dtype = indices ? (Py_INCREF(int64_dtype), int64_dtype)
                             : PyObject_GetAttr(a, dtype_name);
   PyObject *out = new_result(&v, dtype);
@@ -352,7 +539,7 @@ static PyObject *axis_call(PyObject *args, int indices) {
   if (n > 0)
     CALL(n >= GIL_RELEASE_MIN,
          kwker_sort_cols(code, v.buf, indices ? NULL : o.buf, indices ? (int64_t *)o.buf : NULL,
-                         outer, rows, cols, 0u, 0));
+                         outer, rows, cols, opt.flags, opt.threads));
   PyBuffer_Release(&o);
   PyBuffer_Release(&v);
   if (st != KWKER_OK) {
@@ -362,8 +549,12 @@ static PyObject *axis_call(PyObject *args, int indices) {
   return out;
 }
 
-static PyObject *fast_sort_axis(PyObject *self, PyObject *args) { return axis_call(args, 0); }
-static PyObject *fast_argsort_axis(PyObject *self, PyObject *args) { return axis_call(args, 1); }
+static PyObject *fast_sort_axis(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  return axis_call(args, nargs, 0);
+}
+static PyObject *fast_argsort_axis(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  return axis_call(args, nargs, 1);
+}
 
 /* ---- general calls (arrays prepared by _api.py) ---- */
 
@@ -800,14 +991,18 @@ static PyObject *fast_self_check(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"sort_last", fast_sort_last, METH_O,
-     "sort_last(a) -> sorted along the last axis, or None to decline"},
-    {"argsort_last", fast_argsort_last, METH_O,
-     "argsort_last(a) -> stable argsort along the last axis, or None to decline"},
-    {"sort_axis", fast_sort_axis, METH_VARARGS,
-     "sort_axis(a, axis) -> sorted along an axis before the last, or None to decline"},
-    {"argsort_axis", fast_argsort_axis, METH_VARARGS,
-     "argsort_axis(a, axis) -> stable argsort along an axis before the last, or None"},
+    {"sort_last", (PyCFunction)(void (*)(void))fast_sort_last, METH_FASTCALL,
+     "sort_last(a[, flags, threads[, flat]]) -> sorted along the last axis (flat: the whole "
+     "array as one run), or None to decline"},
+    {"argsort_last", (PyCFunction)(void (*)(void))fast_argsort_last, METH_FASTCALL,
+     "argsort_last(a[, flags, threads[, flat]]) -> stable argsort along the last axis, or None"},
+    {"topk_last", (PyCFunction)(void (*)(void))fast_topk_last, METH_FASTCALL,
+     "topk_last(a, k, flags, sorted) -> (values, indices) along the last axis, or None"},
+    {"sort_axis", (PyCFunction)(void (*)(void))fast_sort_axis, METH_FASTCALL,
+     "sort_axis(a, axis[, flags, threads]) -> sorted along an axis before the last, or None"},
+    {"argsort_axis", (PyCFunction)(void (*)(void))fast_argsort_axis, METH_FASTCALL,
+     "argsort_axis(a, axis[, flags, threads]) -> stable argsort along an axis before the last, "
+     "or None"},
     {"sort_copy", fast_sort_copy, METH_VARARGS, "sort_copy(code, src, dst, flags, threads)"},
     {"argsort", fast_argsort, METH_VARARGS, "argsort(code, data, out, flags, threads)"},
     {"sort_rows", fast_sort_rows, METH_VARARGS, "sort_rows(code, src, dst, rows, cols, flags, threads)"},

@@ -16,15 +16,27 @@ def sort(a, axis=None, *, descending=False, nans_first=False, threads=None):
     """Sorted copy of `a` (flattened when axis is None, else along `axis`)."""
     # The default call (axis None on a 1-D array) is tested inline: a function call is a tenth
     # of the whole call's time for a short array.
-    if type(a) is _ndarray and not descending and not nans_first and threads is None:
+    if type(a) is not _ndarray:  # lists, subclasses, other array types: as NumPy sees them
+        a = _args.as_array(a)
+    if not descending and not nans_first and threads is None:
         if a.ndim == 1 if axis is None else _last_axis(a, axis):
-            out = _backend.sort_last(a)  # contiguous native arrays: one C call, no Python work
+            out = _backend.sort_last(a)  # native arrays: one C call, no Python work
             if out is not None:
                 return out
         elif type(axis) is int and -a.ndim <= axis < a.ndim:
             out = _backend.sort_axis(a, axis)  # the same before the last axis
             if out is not None:
                 return out
+        elif axis is None:
+            out = _backend.sort_last(a, 0, 0, True)  # N-d: flattened in C order
+            if out is not None:
+                return out
+    else:
+        out = _fast_with_options(_backend.sort_last, _backend.sort_axis, a, axis,
+                                 _args.flags(descending, nans_first),
+                                 _args.threads(threads, "sort"))
+        if out is not None:
+            return out
     fl = _args.flags(descending, nans_first)
     th = _args.threads(threads, "sort")
     arr = _args.as_array(a)
@@ -54,6 +66,18 @@ def sort(a, axis=None, *, descending=False, nans_first=False, threads=None):
     return work
 
 
+def _fast_with_options(last, along, a, axis, fl, th):
+    """The one-call fast paths with options (flags and threads already checked), or None where
+    they decline or the axis is for the general path to check."""
+    if axis is None:
+        return last(a, fl, th, True)  # a 1-D array as a whole, an N-d one flattened
+    if _last_axis(a, axis):
+        return last(a, fl, th)
+    if type(axis) is int and -a.ndim <= axis < a.ndim:
+        return along(a, axis, fl, th)
+    return None
+
+
 def _around(shape, ax):
     """(outer, rows, cols) of a C-order array seen along axis ax: the axis's length, and the
     products of the lengths before and after it."""
@@ -80,15 +104,27 @@ def _contiguous_native(arr, native):
 
 def argsort(a, axis=None, *, descending=False, nans_first=False, threads=None):
     """Stable argsort (int64): of the flattened array when axis is None, else along `axis`."""
-    if type(a) is _ndarray and not descending and not nans_first and threads is None:
+    if type(a) is not _ndarray:  # lists, subclasses, other array types: as NumPy sees them
+        a = _args.as_array(a)
+    if not descending and not nans_first and threads is None:
         if a.ndim == 1 if axis is None else _last_axis(a, axis):
-            out = _backend.argsort_last(a)  # contiguous native arrays: one C call
+            out = _backend.argsort_last(a)  # native arrays: one C call
             if out is not None:
                 return out
         elif type(axis) is int and -a.ndim <= axis < a.ndim:
             out = _backend.argsort_axis(a, axis)
             if out is not None:
                 return out
+        elif axis is None:
+            out = _backend.argsort_last(a, 0, 0, True)
+            if out is not None:
+                return out
+    else:
+        out = _fast_with_options(_backend.argsort_last, _backend.argsort_axis, a, axis,
+                                 _args.flags(descending, nans_first),
+                                 _args.threads(threads, "argsort"))
+        if out is not None:
+            return out
     fl = _args.flags(descending, nans_first)
     th = _args.threads(threads, "argsort")
     arr = _args.as_array(a)
@@ -169,6 +205,10 @@ def topk(a, k, axis=-1, *, largest=True, sorted=True):
     index. sorted=False returns the same entries in index order. axis=None uses the flattened
     array."""
     arr = _args.as_array(a)
+    if type(k) is int and arr.ndim and _last_axis(arr, axis) and 0 <= k <= arr.shape[-1]:
+        out = _backend.topk_last(arr, k, _args.DESCENDING if largest else 0, sorted)
+        if out is not None:  # native C-ordered arrays: one C call
+            return out
     code, native = _dtypes.resolve(arr.dtype, "topk")
     if isinstance(k, bool) or not hasattr(k, "__index__"):
         raise TypeError(f"kwker.topk: k must be an int, got {type(k).__name__}")

@@ -20,6 +20,8 @@ def threads(value, func):
     """threads=None -> 0 (the process budget); else an int >= 1."""
     if value is None:
         return 0
+    if type(value) is int and 0 < value < 2**31:  # the common case, without the checks below
+        return value
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise TypeError(f"kwker.{func}: threads must be an int >= 1 or None, "
                         f"got {type(value).__name__}")

@@ -137,27 +137,47 @@ class CtypesBackend:
         cols = a.shape[-1]
         return code, (a.size // cols if cols else 0), cols
 
-    def sort_last(self, a):
-        """Fast path: sorted along the last axis (a 1-D array as a whole), or None."""
+    def sort_last(self, a, flags=0, threads=0, flat=False):
+        """Fast path: sorted along the last axis (a 1-D array as a whole; flat: any C-contiguous
+        array as one run), or None. Strided arrays are declined (_fast gathers them)."""
         got = self._last_axis(a)
         if got is None:
             return None
         code, rows, cols = got
-        r = np.empty_like(a)
+        if flat:
+            rows, cols = (1, a.size) if a.size else (0, 0)
+        r = np.empty(a.size if flat else a.shape, a.dtype)
         if r.size:
-            self._check(self.lib.kwker_sort_rows_copy(code, _ptr(a), _ptr(r), rows, cols, 0, 0))
+            self._check(self.lib.kwker_sort_rows_copy(code, _ptr(a), _ptr(r), rows, cols, flags,
+                                                      threads))
         return r
 
-    def argsort_last(self, a):
-        """Fast path: stable argsort along the last axis, or None."""
+    def argsort_last(self, a, flags=0, threads=0, flat=False):
+        """Fast path: stable argsort along the last axis (flat: as sort_last), or None."""
         got = self._last_axis(a)
         if got is None:
             return None
         code, rows, cols = got
-        r = np.empty(a.shape, np.int64)
+        if flat:
+            rows, cols = (1, a.size) if a.size else (0, 0)
+        r = np.empty(a.size if flat else a.shape, np.int64)
         if r.size:
-            self._check(self.lib.kwker_argsort_rows(code, _ptr(a), rows, cols, _ptr(r), 0, 0))
+            self._check(self.lib.kwker_argsort_rows(code, _ptr(a), rows, cols, _ptr(r), flags,
+                                                    threads))
         return r
+
+    def topk_last(self, a, k, flags, sorted):
+        """Fast path: (values, indices) of kwker_topk_rows along the last axis, or None."""
+        got = self._last_axis(a)
+        if got is None or not 0 <= k <= a.shape[-1]:
+            return None
+        code, rows, cols = got
+        values = np.empty(a.shape[:-1] + (k,), a.dtype)
+        indices = np.empty(values.shape, np.int64)
+        if values.size:
+            self._check(self.lib.kwker_topk_rows(code, _ptr(a), rows, cols, k, flags,
+                                                 bool(sorted), _ptr(values), _ptr(indices), 0))
+        return values, indices
 
     def _axis(self, a, axis):
         """(code, outer, rows, cols) of a C-contiguous native array along an axis before the
@@ -171,7 +191,7 @@ class CtypesBackend:
             outer *= length
         return code, outer, a.shape[ax], (a.size // (outer * a.shape[ax]) if a.size else 0)
 
-    def sort_axis(self, a, axis):
+    def sort_axis(self, a, axis, flags=0, threads=0):
         """Fast path: sorted along an axis before the last (kwker_sort_cols), or None."""
         got = self._axis(a, axis)
         if got is None:
@@ -180,10 +200,10 @@ class CtypesBackend:
         r = np.empty_like(a)
         if r.size:
             self._check(self.lib.kwker_sort_cols(code, _ptr(a), _ptr(r), None, outer, rows, cols,
-                                                 0, 0))
+                                                 flags, threads))
         return r
 
-    def argsort_axis(self, a, axis):
+    def argsort_axis(self, a, axis, flags=0, threads=0):
         """Fast path: stable argsort along an axis before the last, or None."""
         got = self._axis(a, axis)
         if got is None:
@@ -192,7 +212,7 @@ class CtypesBackend:
         r = np.empty(a.shape, np.int64)
         if r.size:
             self._check(self.lib.kwker_sort_cols(code, _ptr(a), None, _ptr(r), outer, rows, cols,
-                                                 0, 0))
+                                                 flags, threads))
         return r
 
     def sort_copy(self, code, src, dst, flags, threads):

@@ -173,9 +173,81 @@ def test_fast_paths_read_every_dtype_and_layout(backend, rng, dtype):
             np.testing.assert_array_equal(kwker.argsort(a, axis=axis),
                                           np.argsort(a, axis=axis, kind="stable"),
                                           err_msg=f"{label} {axis}")
+        for k, largest, sorted_ in ((5, True, True), (0, True, True), (6, False, False)):
+            v, i = kwker.topk(a, k, largest=largest, sorted=sorted_)
+            want = kwker.argsort(a, axis=-1, descending=largest)[..., :k]
+            if not sorted_:
+                want = np.sort(want, axis=-1)
+            np.testing.assert_array_equal(i, want, err_msg=f"{label} topk {k}")
+            np.testing.assert_array_equal(v, np.take_along_axis(a, want, -1),
+                                          err_msg=f"{label} topk {k}")
         np.testing.assert_array_equal(a, before, err_msg=f"{label} was modified")
     if backend == "fast":  # the ctypes backend's fast path keeps to the NumPy dtypes it maps
         native = next(_field_inputs(rng, dtype))[1]
         assert _backend.sort_last(native) is not None, f"{dtype}: the fast path declined"
         assert _backend.argsort_last(native) is not None, f"{dtype}: the fast path declined"
         assert _backend.sort_axis(native.reshape(6, 10), 0) is not None
+        assert _backend.topk_last(native.reshape(6, 10), 3, 1, True) is not None
+
+
+def _option_inputs(ref, rng, dtype):
+    """1-D, strided 1-D (a slice, a reversed slice, a matrix column) and 2-D / 3-D inputs with
+    NaN / NaT where the dtype has them."""
+    dist = "nan_heavy" if np.dtype(dtype).kind == "f" else (
+        "nat_heavy" if np.dtype(dtype).kind in "mM" else "few")
+    a = ref.make(dtype, dist, 240, rng)
+    yield "1-D", a
+    yield "slice", a[1::3]
+    yield "reversed", a[::-2]
+    yield "column", a.reshape(40, 6)[:, 4]
+    yield "2-D", a.reshape(12, 20)
+    yield "3-D", a.reshape(4, 6, 10)
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint32", "float32", "float64", "datetime64[ns]"])
+def test_fast_paths_take_the_options(backend, ref, rng, dtype):
+    """descending, nans_first and threads go through the one-call fast paths (sort_last /
+    argsort_last / sort_axis / argsort_axis with their options, axis=None of N-d arrays
+    flattened, strided 1-D arrays gathered) with the documented order, every axis."""
+    for label, a in _option_inputs(ref, rng, dtype):
+        before = a.copy()
+        for desc in (False, True):
+            for nf in (False, True):
+                for threads in (None, 1, 2):
+                    opts = dict(descending=desc, nans_first=nf, threads=threads)
+                    what = f"{label} {opts}"
+                    ref.same(kwker.sort(a, **opts), ref.sort(a, desc, nf), what)
+                    np.testing.assert_array_equal(kwker.argsort(a, **opts),
+                                                  ref.argsort(a, desc, nf), err_msg=what)
+                    for axis in range(-a.ndim, a.ndim):
+                        moved = np.moveaxis(a, axis, -1)
+                        order = np.stack([ref.argsort(r, desc, nf)
+                                          for r in moved.reshape(-1, moved.shape[-1])])
+                        want_idx = np.moveaxis(order.reshape(moved.shape), -1, axis)
+                        got_idx = kwker.argsort(a, axis=axis, **opts)
+                        np.testing.assert_array_equal(got_idx, want_idx, err_msg=f"{what} {axis}")
+                        ref.same(kwker.sort(a, axis=axis, **opts),
+                                 np.take_along_axis(a, want_idx, axis), f"{what} {axis}")
+        np.testing.assert_array_equal(a, before, err_msg=f"{label} was modified")
+    if backend == "fast":
+        flat = next(_option_inputs(ref, rng, dtype))[1]
+        for arr in (flat, flat[::3], flat.reshape(12, 20)):
+            assert _backend.sort_last(arr, 1, 1, True) is not None
+            assert _backend.argsort_last(arr, 2, 2, True) is not None
+        assert _backend.sort_axis(flat.reshape(12, 20), 0, 3, 1) is not None
+
+
+def test_fast_path_option_errors(backend):
+    """Bad options raise the general path's errors before any C call."""
+    a = np.arange(10.0)
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        kwker.sort(a, threads=0)
+    with pytest.raises(TypeError, match="threads must be an int"):
+        kwker.argsort(a, threads=1.5)
+    with pytest.raises(TypeError, match="threads must be an int"):
+        kwker.sort(a, threads=True)
+    with pytest.raises(np.exceptions.AxisError):
+        kwker.sort(a, axis=1, descending=True)
+    with pytest.raises(np.exceptions.AxisError):
+        kwker.argsort(a.reshape(2, 5), axis=-3, threads=1)
+    assert kwker.sort(a, threads=2**40).tolist() == list(range(10))  # capped, as before

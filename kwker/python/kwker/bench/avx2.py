@@ -58,7 +58,11 @@ class Child:
             [sys.executable, "-c", "from kwker.bench.avx2 import child_main; child_main()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errf,
             env=env, text=True, bufsize=1)
-        self.info = self._read()
+        try:
+            self.info = self._read()
+        except BaseException:  # the child died at start: its pipes and log go with it
+            self.close()
+            raise
         if not self.info.get("ok"):
             self.close()
             raise RuntimeError("np.sort AVX2-only child: AVX-512 dispatch still active or "

@@ -7,7 +7,9 @@ for the stable argsort wherever a row has 16 or more elements. The same sorts do
 of a C-order matrix (axis=0: columns of 16 keys, of 1,000, and narrow matrices of 10 columns of
 100,000). Top-k of rows (kwker.topk, sorted values and indices) against what a NumPy user writes
 for it: np.argpartition, then the k taken and sorted; the same down the columns (axis=0). And
-every dtype Kwker sorts at 10,000, 100,000 and 1,000,000 keys per 1-D call (section 16).
+every dtype Kwker sorts at 10,000, 100,000 and 1,000,000 keys per 1-D call (section 16). The
+other ways of calling on short arrays (threads=1, descending, strided views, axis=None of a
+matrix, a 1-D top-k) per call in section 11 (grid/entry/...).
 """
 import numpy as np
 
@@ -124,6 +126,55 @@ def _flat_case(op, dtype, n, prefix="grid", section="11"):
                 setup, n=lambda s: n, small=section == "11")
 
 
+# Per-call rows of the other ways users call sort / argsort / topk on short arrays: options,
+# views, N-d arrays flattened and a 1-D top-k, each against what a NumPy user writes for it.
+ENTRY_SIZES = (16, 1000)
+
+
+def _entry_cases():
+    def make(name, kwker_desc, np_desc, build, n):
+        cid = f"grid/entry/{name}/n{n}"
+
+        def setup(sizes, mods):
+            a = uniform(rng_for(cid), "float64", 2 * n)
+            # x: n keys, v: n keys every second one of a (strided), m: x as a 2 x n/2 matrix
+            x = a[:n].copy()
+            kw, comp = build(x, a[::2], x.reshape(2, -1))
+            return Setup(kwker=kw, competitors={"np": comp})
+        return Case(cid, "11", "float64", kwker_desc, [Competitor("np", np_desc, 1.0)], setup,
+                    n=lambda s: n, small=True)
+
+    forms = (
+        ("sort-threads1", "kwker.sort(a, threads=1)", "np.sort(a)",
+         lambda x, v, m: (lambda: kwker.sort(x, threads=1), lambda: np.sort(x))),
+        ("argsort-threads1", "kwker.argsort(a, threads=1)", 'np.argsort(a, kind="stable")',
+         lambda x, v, m: (lambda: kwker.argsort(x, threads=1),
+                          lambda: np.argsort(x, kind="stable"))),
+        ("sort-descending", "kwker.sort(a, descending=True)", "np.sort(a)[::-1] (a view)",
+         lambda x, v, m: (lambda: kwker.sort(x, descending=True), lambda: np.sort(x)[::-1])),
+        ("argsort-descending", "kwker.argsort(a, descending=True)",
+         'np.argsort(-a, kind="stable")',
+         lambda x, v, m: (lambda: kwker.argsort(x, descending=True),
+                          lambda: np.argsort(-x, kind="stable"))),
+        ("sort-strided", "kwker.sort(a[::2])", "np.sort(a[::2])",
+         lambda x, v, m: (lambda: kwker.sort(v), lambda: np.sort(v))),
+        ("argsort-strided", "kwker.argsort(a[::2])", 'np.argsort(a[::2], kind="stable")',
+         lambda x, v, m: (lambda: kwker.argsort(v), lambda: np.argsort(v, kind="stable"))),
+        ("sort-flattened", "kwker.sort(m, axis=None), m of 2 x n/2", "np.sort(m, axis=None)",
+         lambda x, v, m: (lambda: kwker.sort(m, axis=None), lambda: np.sort(m, axis=None))),
+        ("topk", "kwker.topk(a, 5)",
+         "np.argpartition(a, n - 5), the 5 taken and sorted descending",
+         lambda x, v, m: (lambda: kwker.topk(x, 5), lambda: _np_topk_1d(x, 5))),
+    )
+    return [make(name, kd, nd, build, n) for name, kd, nd, build in forms for n in ENTRY_SIZES]
+
+
+def _np_topk_1d(a, k):
+    i = np.argpartition(a, a.size - k)[a.size - k:]
+    o = np.argsort(a[i])[::-1]
+    return a[i][o], i[o]
+
+
 def _small_cols_case(op, dtype, rows, cols):
     """One small matrix per call along axis 0 (the per-call overhead of the column path)."""
     cid = f"grid/{op}/{dtype}/axis0-{rows}x{cols}"
@@ -196,6 +247,7 @@ def grid_cases():
               for op in ("sort", "argsort") for n in SMALL_SIZES]
     cases += [_small_cols_case(op, dt, r, c) for dt in DTYPES for op in ("sort", "argsort")
               for r, c in ((16, 16), (100, 10))]
+    cases += _entry_cases()
     cases += [_segments_case(dt, ind) for dt in ("float32", "float64") for ind in (False, True)]
     cases += [_flat_case(op, dt, n, "dtypes", "16") for dt in EVERY_DTYPE
               for op in ("sort", "argsort") for n in MID_SIZES]
