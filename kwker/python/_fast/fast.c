@@ -487,6 +487,83 @@ static PyObject *fast_topk_last(PyObject *self, PyObject *const *args, Py_ssize_
   return pair;
 }
 
+/* segments(values, offsets, flags, threads, return_indices): kwker.sort_segments of a 1-D
+ * C-contiguous native ndarray with int64 offsets in one call: the sorted copy, or (values taken
+ * in the argsort's order, indices). None to decline, and where the library rejects the offsets:
+ * kwker/_api.py then checks them itself and raises its own message. */
+static PyObject *fast_segments(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs != 5) {
+    PyErr_SetString(PyExc_TypeError,
+                    "kwker._fast.segments(values, offsets, flags, threads, return_indices)");
+    return NULL;
+  }
+  Options opt;
+  if (parse_options(args + 1, 3, 1, 0, "segments(...)", &opt) < 0) return NULL;
+  const int with_indices = PyObject_IsTrue(args[4]);
+  if (with_indices < 0) return NULL;
+  Py_buffer v, off, o, oi;
+  int code, off_code;
+  if (!ndarray_view(args[0], &v, &code) || v.ndim != 1) Py_RETURN_NONE;
+  if (!ndarray_view(args[1], &off, &off_code) || off.ndim != 1 || off_code != KWKER_INT64)
+    Py_RETURN_NONE;
+  const Py_ssize_t n = v.shape[0], noff = off.shape[0], size = ITEMSIZE[code];
+  const int64_t *offsets = (const int64_t *)off.buf;
+  PyObject *dtype = PyObject_GetAttr(args[0], dtype_name);
+  PyObject *out = new_array(1, &n, dtype);
+  Py_XDECREF(dtype);
+  PyObject *idx = out && with_indices ? new_array(1, &n, int64_dtype) : NULL;
+  if (out == NULL || (with_indices && idx == NULL) || result_view(out, &o) < 0) {
+    Py_XDECREF(out);
+    Py_XDECREF(idx);
+    return NULL;
+  }
+  if (with_indices && result_view(idx, &oi) < 0) {
+    Py_DECREF(out);
+    Py_DECREF(idx);
+    return NULL;
+  }
+  int st = KWKER_OK;
+  if (!with_indices) {
+    memcpy(o.buf, v.buf, (size_t)(n * size));
+    CALL(n >= GIL_RELEASE_MIN,
+         kwker_sort_segments(code, o.buf, n, offsets, noff, opt.flags, opt.threads));
+  } else {
+    int64_t *order = (int64_t *)oi.buf;
+    CALL(n >= GIL_RELEASE_MIN, kwker_argsort_segments(code, v.buf, n, offsets, noff, order,
+                                                      opt.flags, opt.threads));
+    if (st == KWKER_OK) {
+      const char *src = v.buf;
+      char *dst = o.buf;
+      switch (size) {
+#define KWKER_TAKE(T) \
+  for (Py_ssize_t j = 0; j < n; ++j) ((T *)dst)[j] = ((const T *)src)[order[j]]; \
+  break;
+        case 1: KWKER_TAKE(uint8_t)
+        case 2: KWKER_TAKE(uint16_t)
+        case 4: KWKER_TAKE(uint32_t)
+        case 8: KWKER_TAKE(uint64_t)
+#undef KWKER_TAKE
+      }
+    }
+  }
+  if (st != KWKER_OK) {
+    Py_DECREF(out);
+    Py_XDECREF(idx);
+    if (st == KWKER_E_INVALID_ARGUMENT) Py_RETURN_NONE; /* bad offsets: _api.py says how */
+    return raise_status(st);
+  }
+  if (!with_indices) return out;
+  PyObject *pair = PyTuple_New(2);
+  if (pair == NULL) {
+    Py_DECREF(out);
+    Py_DECREF(idx);
+    return NULL;
+  }
+  PyTuple_SET_ITEM(pair, 0, out);
+  PyTuple_SET_ITEM(pair, 1, idx);
+  return pair;
+}
+
 /* Along an axis before the last of a C-contiguous native ndarray, default options: outer, the
  * axis length (rows) and the product of the lengths after it (cols), for kwker_sort_cols.
  * 0 to decline (the caller checked -ndim <= axis < ndim). */
@@ -996,6 +1073,9 @@ static PyMethodDef methods[] = {
      "array as one run), or None to decline"},
     {"argsort_last", (PyCFunction)(void (*)(void))fast_argsort_last, METH_FASTCALL,
      "argsort_last(a[, flags, threads[, flat]]) -> stable argsort along the last axis, or None"},
+    {"segments", (PyCFunction)(void (*)(void))fast_segments, METH_FASTCALL,
+     "segments(values, offsets, flags, threads, return_indices) -> sort_segments' result, "
+     "or None"},
     {"topk_last", (PyCFunction)(void (*)(void))fast_topk_last, METH_FASTCALL,
      "topk_last(a, k, flags, sorted) -> (values, indices) along the last axis, or None"},
     {"sort_axis", (PyCFunction)(void (*)(void))fast_sort_axis, METH_FASTCALL,

@@ -179,6 +179,10 @@ def sort_segments(values, offsets, *, descending=False, nans_first=False,
     return_indices is true."""
     fl = _args.flags(descending, nans_first)
     th = _args.threads(threads, "sort_segments")
+    if type(values) is _ndarray and type(offsets) is _ndarray:
+        out = _backend.segments(values, offsets, fl, th, return_indices)  # one C call
+        if out is not None:
+            return out
     arr = _args.as_array(values)
     if arr.ndim != 1:
         raise ValueError(f"kwker.sort_segments: values must be 1-D, got shape {arr.shape}; "

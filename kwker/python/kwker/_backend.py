@@ -17,6 +17,7 @@ argsort_last = None    # impl.argsort_last, the same for _api.argsort
 sort_axis = None       # impl.sort_axis / argsort_axis: along an axis before the last
 argsort_axis = None
 topk_last = None       # impl.topk_last: _api.topk along the last axis
+segments = None        # impl.segments: _api.sort_segments in one call
 fallback_reason = None  # why the default fast backend was not used, or None
 
 _loaded = {}
@@ -58,12 +59,12 @@ def use(which):
 def activate(which, backend):
     """Make `backend` (of kind `which`) the active one. `python -m kwker bench --before`
     switches between ctypes backends over two libraries with it."""
-    global name, impl, sort_last, argsort_last, sort_axis, argsort_axis, topk_last
+    global name, impl, sort_last, argsort_last, sort_axis, argsort_axis, topk_last, segments
     backend.set_backend_name(which)
     name, impl = which, backend
     sort_last, argsort_last = backend.sort_last, backend.argsort_last
     sort_axis, argsort_axis = backend.sort_axis, backend.argsort_axis
-    topk_last = backend.topk_last
+    topk_last, segments = backend.topk_last, backend.segments
     return backend
 
 

@@ -179,6 +179,12 @@ class CtypesBackend:
                                                  bool(sorted), _ptr(values), _ptr(indices), 0))
         return values, indices
 
+    def segments(self, values, offsets, flags, threads, return_indices):
+        """Fast path of sort_segments: None, always: through ctypes a call costs microseconds
+        of its own (troubleshooting.md), so _api.py's checks of the offsets and its general path
+        serve here."""
+        return None
+
     def _axis(self, a, axis):
         """(code, outer, rows, cols) of a C-contiguous native array along an axis before the
         last (the caller checked -a.ndim <= axis < a.ndim), or None to decline."""

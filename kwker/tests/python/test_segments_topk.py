@@ -4,6 +4,8 @@ import zlib
 import numpy as np
 import pytest
 
+import kwker
+
 
 def _ref_segments(values, offsets, descending, nans_first, ref):
     """Indices: the stable reference argsort inside each segment, identity elsewhere."""
@@ -218,3 +220,44 @@ def test_topk_errors(kw):
     assert v.shape == (3, 0) and i.shape == (3, 0)
     v, i = kw.topk(np.arange(6).reshape(2, 3), 2, axis=None)
     assert list(i) == [5, 4]
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "float32", "float64", "int64",
+                                   "datetime64[ns]"])
+def test_sort_segments_fast_path(backend, ref, rng, dtype):
+    """int64 offsets and a C-contiguous native ndarray take one C call (kwker._fast.segments):
+    the same results as the general path (lists of offsets), inputs untouched, and bad offsets
+    still raise the Python layer's messages."""
+    from kwker import _backend
+    v = ref.make(dtype, "nan_heavy" if np.dtype(dtype).kind == "f" else "few", 300, rng)
+    cuts = np.sort(rng.choice(np.arange(1, 290), 20, replace=False))
+    off = np.concatenate(([3], cuts, [295])).astype(np.int64)
+    before = v.copy()
+    for desc in (False, True):
+        for nf in (False, True):
+            got = kwker.sort_segments(v, off, descending=desc, nans_first=nf)
+            vals, idx = kwker.sort_segments(v, off, descending=desc, nans_first=nf,
+                                            return_indices=True, threads=1)
+            want = kwker.sort_segments(v, off.tolist(), descending=desc, nans_first=nf)
+            ref.same(got, want, f"{desc} {nf}")
+            ref.same(vals, want, f"{desc} {nf} indices")
+            ref.same(v[idx], want, f"{desc} {nf} take")
+            for i in range(off.size - 1):
+                seg = slice(off[i], off[i + 1])
+                want_i = off[i] + ref.argsort(v[seg], desc, nf)
+                np.testing.assert_array_equal(idx[seg], want_i)
+            np.testing.assert_array_equal(idx[:3], [0, 1, 2])
+            np.testing.assert_array_equal(idx[295:], np.arange(295, 300))
+    np.testing.assert_array_equal(v, before)
+    if backend == "fast":
+        assert _backend.segments(v, off, 0, 0, False) is not None
+        assert _backend.segments(v, off.astype(np.int32), 0, 0, False) is None  # general path
+    with pytest.raises(ValueError, match=r"offsets\[1\] = 400 is outside \[0, 300\]"):
+        kwker.sort_segments(v, np.array([0, 400], np.int64))
+    with pytest.raises(ValueError, match=r"non-decreasing, but offsets\[2\] = 5 < offsets\[1\]"):
+        kwker.sort_segments(v, np.array([0, 9, 5], np.int64), return_indices=True)
+    np.testing.assert_array_equal(v, before)
+    empty = v[:0]
+    assert kwker.sort_segments(empty, np.zeros(2, np.int64)).size == 0
+    one = kwker.sort_segments(v, np.array([7], np.int64), return_indices=True)
+    np.testing.assert_array_equal(one[1], np.arange(300))

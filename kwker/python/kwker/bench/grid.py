@@ -169,6 +169,26 @@ def _entry_cases():
     return [make(name, kd, nd, build, n) for name, kd, nd, build in forms for n in ENTRY_SIZES]
 
 
+def _segments_entry_case(n, with_indices):
+    """One short kwker.sort_segments call (n values in segments of 1-64) against np.lexsort
+    with the segment ids prebuilt, as section 12 times it at 1e6 values."""
+    cid = f"grid/entry/sort_segments{'-indices' if with_indices else ''}/n{n}"
+
+    def setup(sizes, mods):
+        rng = rng_for(cid)
+        offsets, seg_ids = short_segments(rng, n)
+        v = uniform(rng, "float64", int(offsets[-1]))
+        if with_indices:
+            return Setup(kwker=lambda: kwker.sort_segments(v, offsets, return_indices=True),
+                         competitors={"np": lambda: np.lexsort((v, seg_ids))})
+        return Setup(kwker=lambda: kwker.sort_segments(v, offsets),
+                     competitors={"np": lambda: v[np.lexsort((v, seg_ids))]})
+    call = "kwker.sort_segments(v, offsets" + (", return_indices=True)" if with_indices else ")")
+    desc = "np.lexsort((v, segment_ids))" + ("" if with_indices else " then v[order]")
+    return Case(cid, "11", "float64", call, [Competitor("np", desc, 1.0)], setup,
+                n=lambda s: n, small=True)
+
+
 def _np_topk_1d(a, k):
     i = np.argpartition(a, a.size - k)[a.size - k:]
     o = np.argsort(a[i])[::-1]
@@ -248,6 +268,7 @@ def grid_cases():
     cases += [_small_cols_case(op, dt, r, c) for dt in DTYPES for op in ("sort", "argsort")
               for r, c in ((16, 16), (100, 10))]
     cases += _entry_cases()
+    cases += [_segments_entry_case(n, ind) for n in (100, 1000) for ind in (False, True)]
     cases += [_segments_case(dt, ind) for dt in ("float32", "float64") for ind in (False, True)]
     cases += [_flat_case(op, dt, n, "dtypes", "16") for dt in EVERY_DTYPE
               for op in ("sort", "argsort") for n in MID_SIZES]
