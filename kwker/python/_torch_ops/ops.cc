@@ -268,6 +268,28 @@ struct Columns {
   }
 };
 
+// A contiguous copy of a strided 1-D tensor (t[::2], a matrix column), without the dispatcher's
+// contiguous() (about a microsecond of a short sort's three).
+Tensor gather_1d(const Tensor &src) {
+  Tensor out = result(src.sizes(), src.scalar_type());
+  const int64_t n = src.numel(), step = src.stride(0);
+  const char *from = static_cast<const char *>(src.data_ptr());
+  char *to = static_cast<char *>(out.data_ptr());
+  switch (src.element_size()) {
+#define KWKER_GATHER(T)                                                             \
+  for (int64_t j = 0; j < n; ++j)                                                   \
+    reinterpret_cast<T *>(to)[j] = reinterpret_cast<const T *>(from)[j * step];     \
+  break;
+    case 1: KWKER_GATHER(uint8_t)
+    case 2: KWKER_GATHER(uint16_t)
+    case 4: KWKER_GATHER(uint32_t)
+    case 8: KWKER_GATHER(uint64_t)
+#undef KWKER_GATHER
+    default: return src.contiguous();
+  }
+  return out;
+}
+
 std::tuple<Tensor, Tensor> k_sort(const Tensor &self, int64_t d, bool descending,
                                   bool from_registration, int threads) {
   if (self.is_contiguous() && d == self.dim() - 1 && self.numel() > 0) {
@@ -293,15 +315,26 @@ std::tuple<Tensor, Tensor> k_sort(const Tensor &self, int64_t d, bool descending
     return {vals, idx};
   }
   Tensor x = self.detach();
-  Tensor vals = at::empty_like(x);
-  Tensor idx = at::empty_like(x, x.options().dtype(at::kLong));
+  // torch's results are empty_like(x): x's strides where x is dense (no gaps, no overlap), else
+  // contiguous, which result() gives without a trip through the dispatcher (below 4 dims, where
+  // no channels-last format can be suggested instead).
+  const bool own_layout = x.dim() < 4 && !x.is_non_overlapping_and_dense();
+  Tensor vals = own_layout ? result(x.sizes(), x.scalar_type()) : at::empty_like(x);
+  Tensor idx = own_layout ? result(x.sizes(), at::kLong)
+                          : at::empty_like(x, x.options().dtype(at::kLong));
   if (x.numel() == 0) return {vals, idx};
   const int64_t cols = x.size(d);
+  // A strided input (a slice, a transposed view) is copied into rows once; the results are
+  // written in place wherever torch's own layout for them (empty_like: contiguous for an input
+  // with gaps, such as t[::2]) has d's rows contiguous, else through rows of their own and a copy
+  // back. (Both copies used to be made whenever either side was strided: torch.sort(t[::2]) of
+  // 100 floats 4.7 us against torch's 3.7.)
   Tensor src = x.movedim(d, -1);
-  const bool direct = src.is_contiguous() && vals.movedim(d, -1).is_contiguous();
+  if (src.dim() == 1 && !src.is_contiguous()) src = gather_1d(src);
+  else if (!src.is_contiguous()) src = src.contiguous();
+  const bool direct = vals.movedim(d, -1).is_contiguous();
   Tensor v = vals, i = idx;
   if (!direct) {
-    src = src.contiguous();
     v = result(src.sizes(), x.scalar_type());
     i = result(src.sizes(), at::kLong);
   }

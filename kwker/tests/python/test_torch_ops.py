@@ -478,3 +478,31 @@ def test_large_compiled_results_come_from_kwkers_cache_and_go_back(torch_ops):
         assert kwker.runtime_info()["scratch"]["in_use_bytes"] < held
         assert torch.equal(i, ref.indices)
     kwker.release_scratch()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_strided_inputs_give_torchs_values_indices_and_strides(torch_ops, no_thresholds, kind):
+    """Views users sort (a slice t[::k], a matrix column, a transposed matrix along either dim, a
+    permuted 3-D tensor, an expanded row): the same values, indices and result strides as
+    torch's own sort, every dtype of the strided 1-D gather (1, 2, 4 and 8 bytes)."""
+    views = []
+    for dt in (torch.float32, torch.float64, torch.float16, torch.int8, torch.int64, torch.bool):
+        base = _mixed(dt, (40, 30), seed=3)
+        flat = base.reshape(-1)
+        views += [(f"{dt} t[::3]", flat[::3], 0), (f"{dt} t[5::7]", flat[5::7], 0),
+                  (f"{dt} column", base[:, 4], 0), (f"{dt} .t() dim 0", base.t(), 0),
+                  (f"{dt} .t() dim 1", base.t(), 1)]
+    cube = _mixed(torch.float32, (6, 7, 8), seed=4).permute(2, 0, 1)
+    views += [("permuted dim 0", cube, 0), ("permuted dim 2", cube, 2),
+              ("expanded", _mixed(torch.int32, (1, 50), seed=5).expand(4, 50), 1)]
+    want = {label: (_stable_sort(x, d), _stable_sort(x, d, True)) for label, x, d in views}
+    _install(torch_ops, kind)
+    for label, x, d in views:
+        asc, desc = want[label]
+        for got, ref in ((torch.sort(x, dim=d, stable=True), asc),
+                         (torch.sort(x, dim=d, descending=True, stable=True), desc)):
+            try:
+                same(got[0], ref[0])
+                same(got[1], ref[1])
+            except AssertionError as exc:
+                raise AssertionError(f"{label}: {exc}") from None

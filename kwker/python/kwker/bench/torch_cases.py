@@ -279,6 +279,10 @@ def cases():
         _op_case("torch.sort/small", "torch.sort(t) per call", "float32",
                  lambda s: (s.small,), lambda torch, t: lambda: torch.sort(t), 3.0,
                  compiled=True, small=True),
+        # A strided view per call (every second key of 2 x small): one gather, no dispatcher copies.
+        _op_case("torch.sort/small-strided", "torch.sort(t[::2]) per call", "float32",
+                 lambda s: (2 * s.small,), lambda torch, t: lambda: torch.sort(t[::2]), 1.0,
+                 compiled=True, small=True),
         # Informational: the Python-registered operators, other entry points and dtypes.
         _op_case("torch.sort/float32/python", "torch.sort(t)", "float32", big,
                  lambda torch, t: lambda: torch.sort(t), None, compiled=False, slow=True),
