@@ -331,11 +331,30 @@ def measure_engine(engine, args, log):
         n = 1_000_000 if REPEATS > 1 else 20_000
         for bits in (6, 8, 10, 11, 12, 14, 16, 22):
             a = rng.integers(0, 1 << bits, size=n, dtype=np.int64)
-            t_radix, t_packed = compare(one_call("argsort", a), {"radix64_argsort_max_bits": 64},
+            t_radix, t_packed = compare(one_call("argsort", a),
+                                        {"radix64_argsort_max_bits": 64, "radix64_argsort_min": 0},
                                         {"radix64_argsort_max_bits": 0})
             pts.append((bits, t_packed / t_radix))
         note("radix64_argsort_max_bits", largest_on_balance(pts),
              "packed/radix by key bits (n = 1e6): " + fmt(pts))
+    # From how many keys that radix beats the packed sort: its counters are a fixed cost. Worse
+    # of a 4-bit and a 10-bit key range (one digit either way) at each size.
+    knob = "radix64_argsort_min"
+    if want(knob):
+        pts = []
+        for n in ((250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 65536, 100_000, 300_000,
+                   1_000_000) if REPEATS > 1 else (1000, 100_000)):
+            worst = None
+            for bits in (4, 10):
+                a = rng.integers(0, 1 << bits, size=n, dtype=np.int64)
+                t_radix, t_packed = compare(one_call("argsort", a),
+                                            {knob: 0, "radix64_argsort_max_bits": 64},
+                                            {"radix64_argsort_max_bits": 0})
+                gain = t_packed / t_radix
+                worst = gain if worst is None else min(worst, gain)
+            pts.append((n, worst))
+        start = smallest_winning_tail(pts)
+        note(knob, start if start is not None else BIG, "packed/radix by keys: " + fmt(pts))
     # Float keys compared as floats (vq::FOps) vs encoded to integer keys, in the register
     # paths (one network, two networks and a merge), on values of both signs with no NaN or
     # -0.0 (the float path's precondition). The min / max knobs bound the window of sizes

@@ -232,7 +232,7 @@ void sort_pairs_64(CallCtx &ctx, const Codec c, const typename Codec::T *src, si
   uint64_t lo, hi;
   key_range64_all(ctx, c, src, n, lo, hi);
   const Pack64 p = make_pack64(lo, hi, n);
-  if (p.drop || (on(ctx, KWKER_ALGO_RADIX) && size_t(bit_length(hi - lo)) <= knob(tune::kRadix64MaxBits))) {
+  if (p.drop || radix64_argsort_wanted(ctx, n, hi - lo)) {
     argsort_packed64(ctx, c, src, n, idx);
     gather_values(ctx, src, idx, vals, n);
     return;

@@ -256,27 +256,34 @@ bool counting_scatter_parallel(CallCtx &ctx, const Codec c, const typename Codec
 // Returns false when scratch is refused.
 template <class Codec>
 bool radix_argsort64(CallCtx &ctx, const typename Codec::T *src, size_t n, int64_t *out,
-                     const Codec c, uint64_t base = 0) {
-  constexpr int kDigitBits = 11, kDigits = 6;
+                     const Codec c, uint64_t base = 0, int range_bits = 64) {
+  constexpr int kDigitBits = 11, kMaxDigits = 6;
   constexpr size_t kNb = size_t(1) << kDigitBits;
+  // Keys offset by the smallest (base) span range_bits bits: only the digits below that are
+  // counted and cleared (a key range of 11 bits or fewer is one digit: 16 KiB of counters, not
+  // 96 KiB, which had cost more than the whole argsort of a few thousand keys).
+  const int digits = range_bits <= 0 ? 1
+                      : (range_bits + kDigitBits - 1) / kDigitBits < kMaxDigits
+                          ? (range_bits + kDigitBits - 1) / kDigitBits
+                          : kMaxDigits;
   Scratch<uint64_t> keys(2 * n);
   Scratch<uint32_t> idx(2 * n);
-  Scratch<size_t> hist(kDigits * kNb);
+  Scratch<size_t> hist(size_t(digits) * kNb);
   if (!keys || !idx || !hist) return false;
   uint64_t *k0 = keys.ptr, *k1 = keys.ptr + n;
   uint32_t *i0 = idx.ptr, *i1 = idx.ptr + n;
   size_t *h = hist.ptr;
-  memset(h, 0, kDigits * kNb * sizeof(size_t));
+  memset(h, 0, size_t(digits) * kNb * sizeof(size_t));
   for (size_t i = 0; i < n; ++i) {
     // Offset by the smallest key, so that a narrow key range needs the fewest digits.
     uint64_t u = (uint64_t(c.enc(src[i])) ^ (uint64_t(1) << 63)) - base;
     k0[i] = u;
     i0[i] = uint32_t(i);
-    for (int d = 0; d < kDigits; ++d) ++h[d * kNb + ((u >> (d * kDigitBits)) & (kNb - 1))];
+    for (int d = 0; d < digits; ++d) ++h[d * kNb + ((u >> (d * kDigitBits)) & (kNb - 1))];
   }
-  int passes[kDigits];
+  int passes[kMaxDigits];
   int npasses = 0;
-  for (int d = 0; d < kDigits; ++d) {
+  for (int d = 0; d < digits; ++d) {
     bool trivial = false;
     for (size_t b = 0; b < kNb; ++b)
       if (h[d * kNb + b] == n) trivial = true;

@@ -50,6 +50,9 @@ enum Knob : int {
   // them (avx512 on CPUs with AVX512-VBMI2, core/sort16_compress.h); 0: never (the keys are
   // widened to 32 bits or sorted on scalar lanes instead).
   kSort16CompressMin,
+  // 64-bit stable argsorts take that LSD radix from this many keys on (below, clearing and
+  // scanning its counters costs more than the packed quicksort of the keys).
+  kRadix64ArgsortMin,
   kKnobCount
 };
 

@@ -118,8 +118,10 @@ void test_pairs_1d() {
         std::vector<uint8_t> data = prefix_tie_keys(dtype, n, 7);
         check_pairs_all(dtype, data, 1, n, flags, "prefix ties", 2);
         kwker_set_tuning("radix64_argsort_max_bits", 64);
+        kwker_set_tuning("radix64_argsort_min", 0);
         check_pairs_all(dtype, data, 1, n, flags, "prefix ties, radix", 2);
         kwker_set_tuning("radix64_argsort_max_bits", -1);
+        kwker_set_tuning("radix64_argsort_min", -1);
       }
 }
 

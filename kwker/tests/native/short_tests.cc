@@ -308,10 +308,32 @@ void test_packed64() {
         std::vector<uint8_t> data = prefix_ties(dtype, n, 77);
         check_1d_all(dtype, kwker::ref::kUniform, n, KWKER_DESCENDING, "prefix ties", &data, threads);
         kwker_set_tuning("radix64_argsort_max_bits", 64);
+        kwker_set_tuning("radix64_argsort_min", 0);
         check_1d_all(dtype, kwker::ref::kUniform, n, 0, "prefix ties, radix", &data, threads);
         kwker_set_tuning("radix64_argsort_max_bits", -1);
+        kwker_set_tuning("radix64_argsort_min", -1);
       }
   }
+  // The radix counts only the 11-bit digits its key range spans: ranges ending on either side
+  // of a digit boundary, above an arbitrary smallest key, at every size from a few keys.
+  kwker_set_tuning("radix64_argsort_max_bits", 64);
+  kwker_set_tuning("radix64_argsort_min", 0);
+  for (int bits : {0, 1, 10, 11, 12, 21, 22, 23, 33, 34, 44, 55, 63})
+    for (int64_t n : {3, 100, 2500, 70000}) {
+      std::vector<uint8_t> data(size_t(n) * 8);
+      uint64_t s = uint64_t(bits) * 0x9E3779B97F4A7C15ull + uint64_t(n);
+      const uint64_t base = (s >> 3) * 0x2545F4914F6CDD1Dull >> 2;  // any smallest key
+      const uint64_t span = bits >= 63 ? ~uint64_t(0) >> 1 : (uint64_t(1) << bits) - 1;
+      for (int64_t i = 0; i < n; ++i) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        const uint64_t v = base + (span ? s % (span + 1) : 0);
+        memcpy(&data[size_t(i) * 8], &v, 8);
+      }
+      check_1d_all(KWKER_INT64, kwker::ref::kUniform, n, 0,
+                   ("radix over " + std::to_string(bits) + " bits").c_str(), &data, 0);
+    }
+  kwker_set_tuning("radix64_argsort_max_bits", -1);
+  kwker_set_tuning("radix64_argsort_min", -1);
 }
 
 // Inputs of few distinct values (the dictionary-counting path): NaNs with several payloads and

@@ -195,6 +195,22 @@ def _np_topk_1d(a, k):
     return a[i][o], i[o]
 
 
+NARROW_SIZES = (300, 1000, 10000, 100000, 1000000)
+
+
+def _narrow_case(n):
+    """Stable argsort of int64 keys in [0, 256) (codes, small counts): the range the 64-bit
+    radix takes (radix64_argsort_max_bits) at every size, around its radix64_argsort_min."""
+    cid = f"dtypes/argsort/int64-8bit/n{n}"
+
+    def setup(sizes, mods):
+        a = rng_for(cid).integers(0, 256, size=n, dtype=np.int64)
+        return _sort_setup("argsort", a)
+    return Case(cid, "16", "int64", "kwker.argsort(a), keys in [0, 256)",
+                [Competitor("np", _np_desc("argsort"), 1.0)], setup, n=lambda s: n,
+                small=n <= 1000)
+
+
 def _small_cols_case(op, dtype, rows, cols):
     """One small matrix per call along axis 0 (the per-call overhead of the column path)."""
     cid = f"grid/{op}/{dtype}/axis0-{rows}x{cols}"
@@ -270,6 +286,7 @@ def grid_cases():
     cases += _entry_cases()
     cases += [_segments_entry_case(n, ind) for n in (100, 1000) for ind in (False, True)]
     cases += [_segments_case(dt, ind) for dt in ("float32", "float64") for ind in (False, True)]
+    cases += [_narrow_case(n) for n in NARROW_SIZES]
     cases += [_flat_case(op, dt, n, "dtypes", "16") for dt in EVERY_DTYPE
               for op in ("sort", "argsort") for n in MID_SIZES]
     return cases
