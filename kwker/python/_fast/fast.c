@@ -422,6 +422,14 @@ static PyObject *fast_argsort_last(PyObject *self, PyObject *const *args, Py_ssi
   return last_call(args, nargs, 1);
 }
 
+/* The tuple (a, b), taking over both references (released if the tuple cannot be made). */
+static PyObject *steal_pair(PyObject *a, PyObject *b) {
+  PyObject *pair = PyTuple_Pack(2, a, b);
+  Py_DECREF(a);
+  Py_DECREF(b);
+  return pair;
+}
+
 /* topk_last(a, k, flags, sorted) -> (values, indices): kwker_topk_rows along the last axis of a
  * C-contiguous native ndarray (k checked by kwker/_api.py), or None to decline. */
 static PyObject *fast_topk_last(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -476,15 +484,7 @@ static PyObject *fast_topk_last(PyObject *self, PyObject *const *args, Py_ssize_
     Py_DECREF(indices);
     return raise_status(st);
   }
-  PyObject *pair = PyTuple_New(2);
-  if (pair == NULL) {
-    Py_DECREF(values);
-    Py_DECREF(indices);
-    return NULL;
-  }
-  PyTuple_SET_ITEM(pair, 0, values);
-  PyTuple_SET_ITEM(pair, 1, indices);
-  return pair;
+  return steal_pair(values, indices);
 }
 
 /* segments(values, offsets, flags, threads, return_indices): kwker.sort_segments of a 1-D
@@ -552,16 +552,7 @@ static PyObject *fast_segments(PyObject *self, PyObject *const *args, Py_ssize_t
     if (st == KWKER_E_INVALID_ARGUMENT) Py_RETURN_NONE; /* bad offsets: _api.py says how */
     return raise_status(st);
   }
-  if (!with_indices) return out;
-  PyObject *pair = PyTuple_New(2);
-  if (pair == NULL) {
-    Py_DECREF(out);
-    Py_DECREF(idx);
-    return NULL;
-  }
-  PyTuple_SET_ITEM(pair, 0, out);
-  PyTuple_SET_ITEM(pair, 1, idx);
-  return pair;
+  return with_indices ? steal_pair(out, idx) : out;
 }
 
 /* Along an axis before the last of a C-contiguous native ndarray, default options: outer, the
