@@ -642,6 +642,25 @@ __attribute__((noinline)) bool argsort_via_words32(const Codec c, const typename
   return true;
 }
 
+// Whether a and b may be equal keys (c.enc(a) == c.enc(b)), for a filter that reads many pairs:
+// exact for integer keys; for floats true for every pair enc() ties (equal bits, both zeros,
+// both NaN) and for no other, without enc's sign flip, which AVX2 has no 64-bit arithmetic shift
+// for (the tie scan of a reversed float64 input ran at 0.5 ns per key on AVX2 with enc, and
+// made its argsort slower than NumPy's).
+template <class Codec>
+inline bool may_tie(const Codec &c, typename Codec::T a, typename Codec::T b) {
+  if constexpr (Codec::kNanPayload) {
+    using U = typename Codec::T;
+    using K = typename Codec::K;
+    const U ma = U(a & U(~Codec::kSign)), mb = U(b & U(~Codec::kSign));
+    const bool special_a = (ma == 0) | (K(ma) > K(c.inf_bits));
+    const bool special_b = (mb == 0) | (K(mb) > K(c.inf_bits));
+    return (a == b) | (special_a & special_b);
+  } else {
+    return c.enc(a) == c.enc(b);
+  }
+}
+
 // Stable argsort of src[0..n) into out.
 template <class Codec>
 void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
@@ -658,14 +677,27 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
       return;
     }
     if (s == -1) {
-      // Non-increasing: the reversal, with each run of equal keys put back in index order.
-      for (size_t i = 0; i < n;) {
-        const size_t first = n - 1 - i;  // input position of output slot i
-        const auto key = c.enc(src[first]);
-        size_t j = i;
-        while (j + 1 < n && c.enc(src[n - 2 - j]) == key) ++j;
-        for (size_t t = i; t <= j; ++t) out[t] = int64_t(n - 1 - j + (t - i));
-        i = j + 1;
+      // Non-increasing: the reversal, then each run of equal keys put back in index order. The
+      // reversal is one vectorised store and the search for ties reads the keys in blocks
+      // without branching, so a strictly decreasing input costs two streaming passes (it had
+      // cost a key comparison and a branch per slot: float64 3e5 keys 0.98 ms, NumPy 0.19).
+      for (size_t i = 0; i < n; ++i) out[i] = int64_t(n - 1 - i);
+      constexpr size_t kBlock = 256;
+      for (size_t k = 0; k + 1 < n;) {
+        const size_t e = k + kBlock < n - 1 ? k + kBlock : n - 1;  // pairs (q, q + 1), q in [k, e)
+        unsigned ties = 0;
+        for (size_t q = k; q < e; ++q) ties |= unsigned(may_tie(c, src[q], src[q + 1]));
+        size_t next = e;
+        for (size_t q = k; ties && q < e; ++q) {
+          if (!(c.enc(src[q]) == c.enc(src[q + 1]))) continue;
+          size_t last = q + 1;  // input positions q..last hold one key
+          while (last + 1 < n && c.enc(src[last + 1]) == c.enc(src[q])) ++last;
+          // Their output slots n-1-last .. n-1-q hold last .. q: put them in index order.
+          for (size_t t = 0; t <= last - q; ++t) out[n - 1 - last + t] = int64_t(q + t);
+          q = last;  // (last, last + 1) is no tie; a run may end past the block
+          if (last > next) next = last;
+        }
+        k = next;
       }
       return;
     }

@@ -167,3 +167,38 @@ def test_int64_short_sorts_near_the_double_map_edges(kw, rng):
             m = m.astype(np.int64)
             assert np.array_equal(kw.sort(m, axis=1), np.sort(m, axis=1)), f"rows {name} n={n}"
             assert np.array_equal(kw.sort(m[0]), np.sort(m[0])), f"1-D {name} n={n}"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint64", "int16",
+                                   "datetime64[ns]"])
+def test_argsort_of_non_increasing_input_keeps_ties_in_index_order(kw, ref, rng, dtype):
+    """A non-increasing input is argsorted by its reversal with each run of equal keys put back
+    in index order: runs at the start, the end, across the tie scan's blocks of 256, long and
+    short, and none at all."""
+    for n in (300, 700, 5000, 70000):
+        base = ref.make(dtype, "few" if n == 700 else "uniform", n, rng)
+        runs = np.sort(base)[::-1].copy()
+        if n != 5000:  # runs of equal keys: cut the values down to a few hundred distinct
+            keys = np.sort(rng.integers(0, max(2, n // 7), n))[::-1]
+            runs = np.sort(base)[::-1][np.clip(keys, 0, n - 1)]
+            runs = np.sort(runs)[::-1].copy()
+        for a in (runs, np.concatenate([runs[:1].repeat(300), runs])):
+            np.testing.assert_array_equal(kw.argsort(a), ref.argsort(a), err_msg=f"{dtype} {n}")
+            np.testing.assert_array_equal(kw.argsort(a, descending=True),
+                                          ref.argsort(a, descending=True))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_argsort_of_non_increasing_floats_ties_zeros_and_nans(kw, ref, rng, dtype):
+    """The reversal's tie filter for floats: runs of NaN (several payloads) and of zeros of both
+    signs tie in the stable order (argsort's zeros tie), each kept in index order."""
+    nan = np.array(np.nan, dtype)
+    other_nan = -np.abs(nan)  # a NaN with the sign bit set
+    zeros = np.where(np.arange(60) % 3 == 0, -0.0, 0.0).astype(dtype)
+    high = np.sort(rng.random(300).astype(dtype) + 1)[::-1]
+    low = np.sort(-rng.random(300).astype(dtype) - 1)[::-1]
+    a = np.concatenate([np.where(np.arange(40) % 2 == 0, nan, other_nan).astype(dtype), high,
+                        zeros, low])
+    assert a.size >= 700
+    np.testing.assert_array_equal(kw.argsort(a), ref.argsort(a), err_msg=dtype)
+    np.testing.assert_array_equal(kw.argsort(a, nans_first=True), ref.argsort(a, nans_first=True))

@@ -211,6 +211,19 @@ def _narrow_case(n):
                 small=n <= 1000)
 
 
+def _reversed_case(dtype, n):
+    """Stable argsort of a non-increasing input (values sorted descending: a ranking read
+    back, timestamps newest first), the presorted check's reversal."""
+    cid = f"dtypes/argsort/{dtype}-reversed/n{n}"
+
+    def setup(sizes, mods):
+        a = np.sort(uniform(rng_for(cid), dtype, n))[::-1].copy()
+        return _sort_setup("argsort", a)
+    return Case(cid, "16", dtype, "kwker.argsort(a), a sorted descending",
+                [Competitor("np", _np_desc("argsort"), 1.0)], setup, n=lambda s: n,
+                small=n <= 1000)
+
+
 def _small_cols_case(op, dtype, rows, cols):
     """One small matrix per call along axis 0 (the per-call overhead of the column path)."""
     cid = f"grid/{op}/{dtype}/axis0-{rows}x{cols}"
@@ -287,6 +300,8 @@ def grid_cases():
     cases += [_segments_entry_case(n, ind) for n in (100, 1000) for ind in (False, True)]
     cases += [_segments_case(dt, ind) for dt in ("float32", "float64") for ind in (False, True)]
     cases += [_narrow_case(n) for n in NARROW_SIZES]
+    cases += [_reversed_case(dt, n) for dt in ("float32", "float64", "int64")
+              for n in (300, 3000, 30000, 300000)]
     cases += [_flat_case(op, dt, n, "dtypes", "16") for dt in EVERY_DTYPE
               for op in ("sort", "argsort") for n in MID_SIZES]
     return cases
