@@ -218,10 +218,10 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
   using K = typename Codec::K;
   static_assert(sizeof(T) == sizeof(K), "keys are the width of the values");
   if (n == 0) return;
-  if constexpr (sizeof(K) <= 2) {
-    if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= knob(tune::kCount16SortMin)))
-      if (counting_sort(ctx, src, dst, n, c)) return;
-  }
+  // Presorted detection first, also for the 8- and 16-bit keys the counting sort takes: its probe
+  // rejects a random input within a few keys, and an input already in order (or all equal) is
+  // then one copy, where the counting sort's increments would all wait on one counter (int16,
+  // 300,000 equal keys: 97 us, NumPy's sort 14 us).
   if (on(ctx, KWKER_ALGO_PRESORTED) && n >= knob(tune::kPresortedMin)) {
     int s = presorted(ctx, c, src, n, dst);
     if (s == 1) return;  // already copied block by block
@@ -229,6 +229,10 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
       if (dst == src) reverse_copy(ctx, src, dst, n);  // else copied reversed block by block
       return;
     }
+  }
+  if constexpr (sizeof(K) <= 2) {
+    if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= knob(tune::kCount16SortMin)))
+      if (counting_sort(ctx, src, dst, n, c)) return;
   }
   if (sizeof(K) >= 4 && n >= kFewDistinctMin && sort_few_distinct(ctx, c, src, dst, n)) return;
   // A copy of signed integers on one thread: the copy is the quicksort's first partition
