@@ -182,31 +182,36 @@ static int type_num_code(int type_num) {
   return -1;
 }
 
-/* A Py_buffer over a C-contiguous, aligned, native-order ndarray of a kwker dtype (obj NULL,
- * so PyBuffer_Release leaves it alone) with its dtype code, or 0 to decline. */
-static int ndarray_view(PyObject *a, Py_buffer *v, int *code) {
-  if (Py_TYPE(a) != ndarray_type) return 0;
+/* The head of an exact ndarray of a kwker dtype whose data are aligned and in native byte order,
+ * with its dtype code; NULL to decline. */
+static const ArrayHead *kwker_array(PyObject *a, int *code) {
+  if (Py_TYPE(a) != ndarray_type) return NULL;
   const ArrayHead *arr = (const ArrayHead *)a;
   const DescrHead *d = (const DescrHead *)arr->descr;
   const int c = d == NULL ? -1 : type_num_code(d->type_num);
-  const int need_flags = NPY_C_CONTIGUOUS_FLAG | NPY_ALIGNED_FLAG;
 #if PY_LITTLE_ENDIAN
   const char foreign = '>';
 #else
   const char foreign = '<';
 #endif
-  if (c < 0 || (arr->flags & need_flags) != need_flags || d->byteorder == foreign ||
-      arr->nd < 1)
-    return 0;
+  if (c < 0 || !(arr->flags & NPY_ALIGNED_FLAG) || d->byteorder == foreign) return NULL;
+  *code = c;
+  return arr;
+}
+
+/* A Py_buffer over a C-contiguous kwker_array (obj NULL, so PyBuffer_Release leaves it alone)
+ * with its dtype code, or 0 to decline. */
+static int ndarray_view(PyObject *a, Py_buffer *v, int *code) {
+  const ArrayHead *arr = kwker_array(a, code);
+  if (arr == NULL || !(arr->flags & NPY_C_CONTIGUOUS_FLAG) || arr->nd < 1) return 0;
   Py_ssize_t n = 1;
   for (int i = 0; i < arr->nd; ++i) n *= arr->dimensions[i];
   memset(v, 0, sizeof *v);
   v->buf = arr->data;
-  v->itemsize = ITEMSIZE[c];
+  v->itemsize = ITEMSIZE[*code];
   v->len = n * v->itemsize;
   v->ndim = arr->nd;
   v->shape = arr->dimensions;
-  *code = c;
   return 1;
 }
 
@@ -258,6 +263,13 @@ static PyObject *new_result(const Py_buffer *v, PyObject *dtype) {
   return new_array(v->ndim, v->shape, dtype);
 }
 
+/* A new reference to the result's dtype: int64 for indices, else a's own. */
+static PyObject *result_dtype(PyObject *a, int indices) {
+  if (!indices) return PyObject_GetAttr(a, dtype_name);
+  Py_INCREF(int64_dtype);
+  return int64_dtype;
+}
+
 /* The options of sort_last / argsort_last / sort_axis / argsort_axis after their leading
  * arguments: flags (kwker_sort's DESCENDING | NANS_FIRST) and threads (0: the process budget),
  * both checked by kwker/_api.py, and for the last-axis calls `flat` (axis=None: an N-d array
@@ -296,21 +308,11 @@ static int parse_options(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t lea
  * below, in the pass the general path's numpy.ascontiguousarray would make, without its array. */
 static int strided_view(PyObject *a, const char **data, Py_ssize_t *n, Py_ssize_t *stride,
                         int *code) {
-  if (Py_TYPE(a) != ndarray_type) return 0;
-  const ArrayHead *arr = (const ArrayHead *)a;
-  const DescrHead *d = (const DescrHead *)arr->descr;
-  const int c = d == NULL ? -1 : type_num_code(d->type_num);
-#if PY_LITTLE_ENDIAN
-  const char foreign = '>';
-#else
-  const char foreign = '<';
-#endif
-  if (c < 0 || arr->nd != 1 || !(arr->flags & NPY_ALIGNED_FLAG) || d->byteorder == foreign)
-    return 0;
+  const ArrayHead *arr = kwker_array(a, code);
+  if (arr == NULL || arr->nd != 1) return 0;
   *data = arr->data;
   *n = arr->dimensions[0];
   *stride = arr->strides[0];
-  *code = c;
   return 1;
 }
 
@@ -334,8 +336,7 @@ static PyObject *strided_call(PyObject *a, const Options *opt, int indices) {
   Py_ssize_t n, stride;
   int code;
   if (!strided_view(a, &data, &n, &stride, &code)) Py_RETURN_NONE;
-  PyObject *dtype = indices ? (Py_INCREF(int64_dtype), int64_dtype)
-                            : PyObject_GetAttr(a, dtype_name);
+  PyObject *dtype = result_dtype(a, indices);
   PyObject *out = new_array(1, &n, dtype);
   Py_XDECREF(dtype);
   Py_buffer o;
@@ -383,8 +384,7 @@ static PyObject *last_call(PyObject *const *args, Py_ssize_t nargs, int indices)
   Py_ssize_t rows, cols;
   if (!last_axis_view(a, &v, &code, &rows, &cols)) return strided_call(a, &opt, indices);
   const Py_ssize_t n = rows * cols;
-  PyObject *dtype = indices ? (Py_INCREF(int64_dtype), int64_dtype)
-                            : PyObject_GetAttr(a, dtype_name);
+  PyObject *dtype = result_dtype(a, indices);
   const int one_run = v.ndim == 1 || opt.flat;
   PyObject *out = one_run ? new_array(1, &n, dtype) : new_result(&v, dtype);
   Py_XDECREF(dtype);
@@ -593,8 +593,7 @@ static PyObject *axis_call(PyObject *const *args, Py_ssize_t nargs, int indices)
   int code;
   long long outer, rows, cols;
   if (!axis_view(a, (int)axis, &v, &code, &outer, &rows, &cols)) Py_RETURN_NONE;
-  PyObject *dtype = indices ? (Py_INCREF(int64_dtype), int64_dtype)
-                            : PyObject_GetAttr(a, dtype_name);
+  PyObject *dtype = result_dtype(a, indices);
   PyObject *out = new_result(&v, dtype);
   Py_XDECREF(dtype);
   if (out == NULL || result_view(out, &o) < 0) {
