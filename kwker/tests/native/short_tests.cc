@@ -341,29 +341,33 @@ void test_packed64() {
 // dictionary while it has room (16), else the attempt aborts and the quicksort takes over; one
 // is an all-ones pattern (a NaN with a payload for the floats), which the in-place float path
 // must not take into its dictionary (it gives up instead).
+// From 1,024 keys (kFewDistinctMin), 16-bit keys too: short inputs whose tail is not a whole
+// vector, and one of several threads.
 void test_few_distinct() {
-  for (int dtype : {KWKER_FLOAT32, KWKER_FLOAT64, KWKER_INT32, KWKER_UINT64, KWKER_DATETIME})
-    for (int extra = 0; extra < 5; ++extra)
-      for (unsigned flags : {0u, unsigned(KWKER_DESCENDING | KWKER_NANS_FIRST)}) {
-        const int64_t n = 150000;
-        const int w = dtype_size(dtype);
-        std::vector<uint8_t> pool = kwker::ref::generate(dtype, kwker::ref::kSpecials, 12, 9);
-        std::vector<uint8_t> data(size_t(n * w));
-        uint64_t s = 12345;
-        for (int64_t i = 0; i < n; ++i) {
-          s = s * 6364136223846793005ull + 1442695040888963407ull;
-          std::memcpy(data.data() + i * w, pool.data() + (s >> 33) % 12 * w, size_t(w));
+  for (int dtype : {KWKER_FLOAT32, KWKER_FLOAT64, KWKER_INT32, KWKER_UINT64, KWKER_DATETIME,
+                    KWKER_INT16, KWKER_UINT16, KWKER_FLOAT16})
+    for (int64_t n : {int64_t(1030), int64_t(3001), int64_t(150000)}) {
+      for (int extra = 0; extra < 5; ++extra)
+        for (unsigned flags : {0u, unsigned(KWKER_DESCENDING | KWKER_NANS_FIRST)}) {
+          const int w = dtype_size(dtype);
+          std::vector<uint8_t> pool = kwker::ref::generate(dtype, kwker::ref::kSpecials, 12, 9);
+          std::vector<uint8_t> data(size_t(n * w));
+          uint64_t s = 12345;
+          for (int64_t i = 0; i < n; ++i) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            std::memcpy(data.data() + i * w, pool.data() + (s >> 33) % 12 * w, size_t(w));
+          }
+          if (extra == 1 || extra == 2)  // a late newcomer
+            std::memset(data.data() + (n - 7) * w, extra == 1 ? 0x5B : 0xFF, size_t(w));
+          // Newcomers in several blocks: 4 (16 distinct, the dictionary grows block by block) or
+          // 5 (17: the attempt aborts after counting most of the input).
+          if (extra >= 3)
+            for (int j = 0; j < extra + 1; ++j)
+              std::memset(data.data() + (n / 3 + j * 9001) % n * w, 0x11 * (j + 1), size_t(w));
+          check_1d_all(dtype, kwker::ref::kSpecials, n, flags,
+                       extra ? "few distinct + unseen values" : "few distinct", &data, 1);
         }
-        if (extra == 1 || extra == 2)  // a late newcomer
-          std::memset(data.data() + (n - 7) * w, extra == 1 ? 0x5B : 0xFF, size_t(w));
-        // Newcomers in several blocks: 4 (16 distinct, the dictionary grows block by block) or
-        // 5 (17: the attempt aborts after counting most of the input).
-        if (extra >= 3)
-          for (int j = 0; j < extra + 1; ++j)
-            std::memset(data.data() + (n / 3 + j * 9001) * w, 0x11 * (j + 1), size_t(w));
-        check_1d_all(dtype, kwker::ref::kSpecials, n, flags,
-                     extra ? "few distinct + unseen values" : "few distinct", &data, 1);
-      }
+    }
   // 9 to 16 distinct 32-bit keys (the avx512 engine counts them through a perfect hash):
   // values that differ only in their top bits (the hardest for a multiplicative hash), small
   // consecutive integers, float-like exponents; a newcomer in the first or the last full block

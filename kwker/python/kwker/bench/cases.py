@@ -105,7 +105,8 @@ SECTIONS = {
     "12": "12. Short segments (1-64 elements each, about 1e6 values per call)",
     "13": "13. PyTorch: torch calls with kwker.torch_ops installed vs torch's own kernels, and "
           "torch.compile(backend=\"kwker\") (2 threads)",
-    "16": "16. Every dtype, 1-D (10,000, 100,000 and 1,000,000 keys per call, default threads)",
+    "16": ("16. Every dtype, 1-D (10,000, 100,000 and 1,000,000 keys per call, default threads), "
+           "and inputs of few distinct or equal keys"),
     # Run only with --only cpu_backend (bench/cpu_backend.py): it loads models for minutes.
     "14": "14. CPU backend: decode tok/s (batch 1, 64 new tokens, 2 threads, generate()) and a "
           "256-token prompt, each mode vs torch in its precision",

@@ -224,6 +224,36 @@ def _reversed_case(dtype, n):
                 small=n <= 1000)
 
 
+# Inputs that are not uniform, where a sort's special paths take over: few distinct values
+# (the dictionary count), all keys equal (the presorted check). Sizes where a sweep against
+# np.sort found Kwker slower before those paths covered them.
+DISTRIBUTIONS = (("int16", "4-values", 3000), ("int16", "4-values", 300000),
+                 ("int16", "20-values", 300000), ("uint16", "4-values", 300000),
+                 ("int32", "4-values", 30000), ("float32", "4-values", 30000),
+                 ("uint16", "equal", 300000), ("uint32", "equal", 30000),
+                 ("uint64", "equal", 30000))
+
+
+def distribution(rng, dtype, kind, n):
+    """n keys of `kind`: 'D-values' (D distinct values drawn from the dtype's whole range,
+    in random order) or 'equal' (one value)."""
+    if kind == "equal":
+        return np.full(n, uniform(rng, dtype, 1)[0])
+    pool = np.unique(uniform(rng, dtype, 4 * int(kind.split("-")[0])))[:int(kind.split("-")[0])]
+    return pool[rng.integers(0, pool.size, size=n)]
+
+
+def _distribution_case(dtype, kind, n):
+    cid = f"dtypes/sort/{dtype}-{kind}/n{n}"
+
+    def setup(sizes, mods):
+        return _sort_setup("sort", distribution(rng_for(cid), dtype, kind, n))
+    what = "all keys equal" if kind == "equal" else f"{kind.split('-')[0]} distinct values"
+    return Case(cid, "16", dtype, f"kwker.sort(a), {what}",
+                [Competitor("np", _np_desc("sort"), 1.0)], setup, n=lambda s: n,
+                small=n <= 3000)
+
+
 def _small_cols_case(op, dtype, rows, cols):
     """One small matrix per call along axis 0 (the per-call overhead of the column path)."""
     cid = f"grid/{op}/{dtype}/axis0-{rows}x{cols}"
@@ -302,6 +332,7 @@ def grid_cases():
     cases += [_narrow_case(n) for n in NARROW_SIZES]
     cases += [_reversed_case(dt, n) for dt in ("float32", "float64", "int64")
               for n in (300, 3000, 30000, 300000)]
+    cases += [_distribution_case(dt, kind, n) for dt, kind, n in DISTRIBUTIONS]
     cases += [_flat_case(op, dt, n, "dtypes", "16") for dt in EVERY_DTYPE
               for op in ("sort", "argsort") for n in MID_SIZES]
     return cases
