@@ -127,6 +127,12 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
   for (size_t i = 1; i < probe; ++i)
     if (asc ? c.enc(src[i - 1]) > c.enc(src[i]) : c.enc(src[i - 1]) < c.enc(src[i])) return 0;
   if (copy_to == src) copy_to = nullptr;
+  // Integers whose first and last values are equal are in order only if every value equals
+  // the first: one compare with it per value (no unsigned 64-bit compare on AVX2, and one load
+  // where the neighbour compare took two), and the output a fill, not a copy (all-equal
+  // uint64 at 30,000 keys on avx2: 0.85x NumPy).
+  const bool equal_ends = values_in_key_order(c) && src[0] == src[n - 1];
+  const auto first = src[0];
   // Split over the threads from the linear passes' threshold, descending input too (its check
   // and reversal were kept on one thread while a woken worker could land on the caller's CPU,
   // which made two threads 1.5x slower; with the workers placed off that CPU, runtime/threads.cc,
@@ -148,7 +154,10 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
       // The violations are OR-ed into an integer: GCC vectorises that reduction, while an
       // `ok &= a <= b` loop over bools stayed scalar (sorted int32 at 1e7: 0.29 -> 0.14 ns/el; all-equal rows of 1,000 int32 2.4x faster).
       unsigned bad = 0;
-      if (values_in_key_order(c)) {  // the values compare as the keys do: no buffer needed
+      if (equal_ends) {
+        const auto *k = src + b;
+        for (size_t i = 0; i < m; ++i) bad |= unsigned(k[i] != first);
+      } else if (values_in_key_order(c)) {  // the values compare as the keys do: no buffer
         const auto *k = src + b;
         if (asc)
           for (size_t i = 0; i < m; ++i) bad |= unsigned(k[i - 1] > k[i]);
@@ -165,7 +174,9 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
       }
       ok = bad == 0;
       if (ok && copy_to) {
-        if (asc) {
+        if (equal_ends) {
+          for (size_t i = 0; i < m; ++i) copy_to[b + i] = first;
+        } else if (asc) {
           memcpy(copy_to + b, src + b, m * sizeof(src[0]));
         } else {
           auto *d = copy_to + (n - 1 - b);

@@ -731,12 +731,40 @@ void test_sort16_quicksorts() {
   kwker_set_tuning("count16_sort_min", -1);
 }
 
+// Integers whose first and last keys are equal: presorted only when all keys are (the check
+// then compares each key with the first and fills the output). One key below or above the
+// others at the front, in the middle, at the end of a block or one from the end must turn it
+// away; all equal must come back whole. Every integer width, signed and unsigned, ascending and
+// descending, one and two threads, above and below the parallel passes' size.
+void test_equal_ends() {
+  for (int dtype : {KWKER_INT8, KWKER_UINT8, KWKER_INT16, KWKER_UINT16, KWKER_INT32,
+                    KWKER_UINT32, KWKER_INT64, KWKER_UINT64})
+    for (int64_t n : {int64_t(300), int64_t(5000), int64_t(2100000)})
+      for (int64_t at : {int64_t(-1), int64_t(1), n / 2, int64_t(2048), n - 2})
+        for (int delta : {-1, 1}) {
+          if (at >= n) continue;
+          // Time: the split check (2.1e6 keys) once, uint64, all equal or odd one from the end.
+          const bool big = n > 5000;
+          if (big && (dtype != KWKER_UINT64 || delta < 0 || (at != -1 && at != n - 2))) continue;
+          const int w = dtype_size(dtype);
+          std::vector<uint8_t> data(size_t(n * w), 0x40);
+          if (at >= 0) data[size_t(at * w)] = uint8_t(0x40 + delta);  // lowest byte: +-1
+          for (unsigned flags : {0u, unsigned(KWKER_DESCENDING)})
+            for (int threads : {1, 2}) {
+              if (big && (flags || threads == 1)) continue;
+              check_1d_all(dtype, kwker::ref::kAllEqual, n, flags,
+                           "equal ends, odd key at " + std::to_string(at), &data, threads);
+            }
+        }
+}
+
 }  // namespace
 
 void run_short_tests() {
   test_nan_stops();
   test_int_presorted_floats();
   test_few_distinct();
+  test_equal_ends();
   test_row_lengths();
   test_padded_rows_threads();
   test_ragged();
