@@ -249,18 +249,20 @@ void sort_values(CallCtx &ctx, const Codec c, const typename Codec::T *src,
       return;
     }
   }
-  // 16-bit keys of at most 16 distinct values: the dictionary count, before the counting sort
-  // whose 65,536 counters cost the same whatever the keys (int16 of 4 values at 3e5: 107 us,
-  // NumPy's quicksort 59; now 17) and before the quicksort below the counting sort's size (at
-  // 3,000: 1.7 us, NumPy 1.4; now 0.7). A NaN turns it away (float16 keeps its NaN pass).
-  if constexpr (sizeof(K) == 2)
-    if (n >= kFewDistinctMin && sort_few_distinct(ctx, c, src, dst, n, /*nan_ok=*/false)) return;
+  // Keys of at most 16 distinct values: the dictionary count, for 16-bit keys before the
+  // counting sort, whose 65,536 counters cost the same whatever the keys (int16 of 4 values at
+  // 3e5: 107 us, NumPy's quicksort 59; now 17), and before the quicksort below the counting
+  // sort's size (at 3,000: 1.7 us, NumPy 1.4; now 0.7). A NaN turns 16-bit floats away (they
+  // keep their NaN pass); 4- and 8-byte floats arrive here as integer bit patterns, or with
+  // their NaNs restored after (sort_copy_impl), so a NaN run may form.
+  if constexpr (sizeof(K) >= 2)
+    if (n >= kFewDistinctMin &&
+        sort_few_distinct(ctx, c, src, dst, n, /*nan_ok=*/sizeof(K) >= 4))
+      return;
   if constexpr (sizeof(K) <= 2) {
     if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= knob(tune::kCount16SortMin)))
       if (counting_sort(ctx, src, dst, n, c)) return;
   }
-  if constexpr (sizeof(K) >= 4)
-    if (n >= kFewDistinctMin && sort_few_distinct(ctx, c, src, dst, n)) return;
   // A copy of signed integers on one thread: the copy is the quicksort's first partition
   // (vq::partition_copy), as for floats (sort_float_copy_unless_nan).
   if constexpr (sizeof(K) >= 4) {

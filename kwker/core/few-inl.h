@@ -170,6 +170,15 @@ void count_block_vec(const T *v, size_t m, const T *dict, size_t *count) {
   }
 }
 
+// Whether any bit of a vector is set.
+template <class V> bool any_bit(const V &v) {
+  static_assert(sizeof(V) % 8 == 0, "whole 64-bit words");
+  uint64_t words[sizeof(V) / 8], any = 0;
+  memcpy(words, &v, sizeof v);
+  for (uint64_t w : words) any |= w;
+  return any != 0;
+}
+
 // Whether the 17 keys p[0..16] are pairwise distinct: p[0..15], a register of them at a time,
 // compared with each of them broadcast (a match is -1: each lane then holds minus the copies
 // of its key, -1 when it is alone) and with p[16]. Registers of the engine's width: GCC lowered
@@ -186,10 +195,7 @@ template <class T> bool all_distinct17(const T *p) {
     for (size_t i = 0; i < 16; ++i) copies += (V)(v == p[i]);
     same |= (V)(copies != T(-1)) | (V)(v == p[16]);
   }
-  uint64_t words[sizeof(V) / 8], any = 0;
-  memcpy(words, &same, sizeof same);
-  for (uint64_t w : words) any |= w;
-  return any == 0;
+  return !any_bit(same);
 }
 
 // Whether the kFewVecBytes / sizeof(T) keys at v all equal one of the d dictionary entries.
@@ -198,10 +204,7 @@ template <class T> bool all_in_dict(const T *v, const T *dict, size_t d) {
   V x, hit = {};
   memcpy(&x, v, sizeof x);
   for (size_t j = 0; j < d; ++j) hit |= (V)(x == dict[j]);
-  uint64_t words[kFewVecBytes / 8], miss = 0;
-  memcpy(words, &hit, sizeof hit);
-  for (uint64_t w : words) miss |= ~w;
-  return miss == 0;
+  return !any_bit(~hit);
 }
 
 // Counts of the dictionary's values in src[lo, hi), added to count[]. Values the dictionary
