@@ -355,6 +355,20 @@ def measure_engine(engine, args, log):
             pts.append((n, worst))
         start = smallest_winning_tail(pts)
         note(knob, start if start is not None else BIG, "packed/radix by keys: " + fmt(pts))
+    # The 32-bit integers' LSD radix (radix_pairs32) vs the packed words' quicksort, for the
+    # stable argsort of uniform int32 keys (four 8-bit passes, the most it makes), in wall time
+    # on the default threads: from 100,000 keys both run on two threads. Up to 2^21 keys, the
+    # radix's upper bound (kRadix32PairsMax).
+    knob = "radix32_pairs_min"
+    if want(knob):
+        pts = []
+        for n in ((1000, 2000, 3000, 5000, 10_000, 20_000, 30_000, 50_000, 70_000, 100_000,
+                   300_000, 1_000_000, 2_000_000) if REPEATS > 1 else (1000, 30_000)):
+            a = rng.integers(-2**31, 2**31 - 1, size=n, dtype=np.int32)
+            t_radix, t_packed = compare(one_call("argsort", a), {knob: 1}, {knob: 0})
+            pts.append((n, t_packed / t_radix))
+        start = smallest_winning_tail(pts)
+        note(knob, start if start is not None else 0, "packed/radix by keys: " + fmt(pts))
     # Float keys compared as floats (vq::FOps) vs encoded to integer keys, in the register
     # paths (one network, two networks and a merge), on values of both signs with no NaN or
     # -0.0 (the float path's precondition). The min / max knobs bound the window of sizes

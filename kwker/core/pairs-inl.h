@@ -285,6 +285,8 @@ void sort_pairs_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, 
       }
     }
   }
+  if constexpr (sizeof(K) == 4 && !Codec::kNanPayload)
+    if (radix32_pairs_wanted(ctx, n) && radix_pairs32(ctx, c, src, n, vals, idx)) return;
   if constexpr (sizeof(K) == 4)
     if (argsort_words32_fits(ctx, n) && argsort_via_words32(c, src, n, idx, vals)) return;
   if constexpr (sizeof(K) <= 4) {

@@ -371,5 +371,134 @@ bool radix_argsort64(CallCtx &ctx, const typename Codec::T *src, size_t n, int64
   return true;
 }
 
+// Stable LSD radix sort of 32-bit keys with their indices: words (key << 32 | index) in one
+// 64-bit buffer, 8-bit digits, each pass a count of its chunk per thread and a scatter of the
+// chunk into the slots the counts give it, so equal digits keep their order and the index
+// breaks every tie. Digits above the highest bit in which the smallest and largest key differ
+// are shared by every key and skipped (the first count finds both). The last pass writes the
+// values (decoded from the key: integer codecs only, whose keys give their values back) and
+// the indices, or the indices alone when vals is null. On 4-lane 64-bit engines the packed
+// words' quicksort of 3e4-2e6 keys is slower (design.md). Returns false when scratch is refused.
+template <class Codec>
+bool radix_pairs32(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
+                   typename Codec::T *vals, int64_t *idx) {
+  using K = typename Codec::K;
+  static_assert(sizeof(K) == 4 && !Codec::kNanPayload, "32-bit keys that decode exactly");
+  constexpr size_t kNb = 256;
+  constexpr uint32_t kSign = 0x80000000u;
+  int T = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  Scratch<uint64_t> words(2 * n);
+  Scratch<size_t> counts(size_t(T) * kNb);
+  if (!words || !counts) return false;
+  uint64_t *w0 = words.ptr, *w1 = words.ptr + n;
+  size_t *cnt = counts.ptr;
+  uint32_t mn[kMaxBuckets], mx[kMaxBuckets];
+  auto key = [c](const typename Codec::T &x) { return uint32_t(c.enc(x)) ^ kSign; };
+  // Offsets: slot of (thread t, digit b) = keys of smaller digits + keys of b in earlier chunks.
+  auto offsets = [&] {
+    size_t pos = 0;
+    for (size_t b = 0; b < kNb; ++b)
+      for (int t = 0; t < T; ++t) {
+        const size_t m = cnt[size_t(t) * kNb + b];
+        cnt[size_t(t) * kNb + b] = pos;
+        pos += m;
+      }
+  };
+  auto first_count = [&](int t) {
+    size_t *ct = cnt + size_t(t) * kNb;
+    memset(ct, 0, kNb * sizeof(size_t));
+    uint32_t a = ~0u, z = 0;
+    const size_t b = chunk_begin(n, T, t), e = chunk_begin(n, T, t + 1);
+    // The range in a loop of its own, which vectorises: inside the counting loop GCC kept the
+    // key in a stack slot for vector min / max (a failed store forward per key: uint32 at
+    // 30,000 keys took twice as long as int32).
+    for (size_t i = b; i < e; ++i) {
+      const uint32_t u = key(src[i]);
+      a = u < a ? u : a;
+      z = u > z ? u : z;
+    }
+    for (size_t i = b; i < e; ++i) ++ct[key(src[i]) & (kNb - 1)];
+    mn[t] = a;
+    mx[t] = z;
+  };
+  parallel_tasks(ctx, T, first_count);
+  uint32_t lo = mn[0], hi = mx[0];
+  for (int t = 1; t < T; ++t) {
+    lo = mn[t] < lo ? mn[t] : lo;
+    hi = mx[t] > hi ? mx[t] : hi;
+  }
+  const int passes = lo == hi ? 0 : (32 - __builtin_clz(lo ^ hi) + 7) / 8;  // 0: all equal
+  // Indices alone are scattered straight into idx by the last pass. With values, the last pass
+  // scatters words like the others and one sequential pass decodes them: scattered into vals and
+  // idx at once, twice the write streams cost more than that pass (1e6 int32 on avx2: 0.85x
+  // the packed words' quicksort, where the argsort alone ran 1.3x).
+  const bool direct = vals == nullptr;
+  auto scatter_pass = [&](int p, const auto &read, size_t *ct, size_t b, size_t e) {
+    const bool last = p + 1 == passes;
+    const int shift = 32 + 8 * p;
+    uint64_t *to = p == 0 ? w0 : w1;
+    if (last && direct) {
+      for (size_t i = b; i < e; ++i) {
+        const uint64_t w = read(i);
+        idx[ct[(w >> shift) & (kNb - 1)]++] = int64_t(uint32_t(w));
+      }
+    } else {
+      for (size_t i = b; i < e; ++i) {
+        const uint64_t w = read(i);
+        to[ct[(w >> shift) & (kNb - 1)]++] = w;
+      }
+    }
+  };
+  const uint64_t *sorted = w0;  // where the words end up, when they are not in idx
+  if (passes == 0) {  // every key equal: the input order
+    for (size_t i = 0; i < n; ++i) {
+      if (direct)
+        idx[i] = int64_t(i);
+      else
+        w0[i] = (uint64_t(key(src[i])) << 32) | i;
+    }
+    if (direct) return true;
+  } else {
+    offsets();
+    auto first_scatter = [&](int t) {
+      auto read = [&](size_t i) { return (uint64_t(key(src[i])) << 32) | i; };
+      scatter_pass(0, read, cnt + size_t(t) * kNb, chunk_begin(n, T, t),
+                   chunk_begin(n, T, t + 1));
+    };
+    parallel_tasks(ctx, T, first_scatter);
+    for (int p = 1; p < passes; ++p) {
+      const int shift = 32 + 8 * p;
+      auto count = [&](int t) {
+        size_t *ct = cnt + size_t(t) * kNb;
+        memset(ct, 0, kNb * sizeof(size_t));
+        for (size_t i = chunk_begin(n, T, t), e = chunk_begin(n, T, t + 1); i < e; ++i)
+          ++ct[(w0[i] >> shift) & (kNb - 1)];
+      };
+      parallel_tasks(ctx, T, count);
+      offsets();
+      auto scatter = [&](int t) {
+        auto read = [&](size_t i) { return w0[i]; };
+        scatter_pass(p, read, cnt + size_t(t) * kNb, chunk_begin(n, T, t),
+                     chunk_begin(n, T, t + 1));
+      };
+      parallel_tasks(ctx, T, scatter);
+      uint64_t *tw = w0;
+      w0 = w1;
+      w1 = tw;
+    }
+    sorted = w0;
+    if (direct) return true;
+  }
+  auto decode = [&](int t) {
+    for (size_t i = chunk_begin(n, T, t), e = chunk_begin(n, T, t + 1); i < e; ++i) {
+      const uint64_t w = sorted[i];
+      vals[i] = c.dec(K(uint32_t(w >> 32) ^ kSign));
+      idx[i] = int64_t(uint32_t(w));
+    }
+  };
+  parallel_tasks(ctx, T, decode);
+  return true;
+}
+
 }  // namespace KWKER_ENGINE_NS
 }  // namespace kwker

@@ -13,11 +13,12 @@ namespace KWKER_ENGINE_NS {
 // Order of runtime/tuning.h: sort network 16/32/64; pair min/max 16, 32, 64; argsort network
 // 16/32/64; sort tiny, argsort tiny; presorted; counting 16 sort, argsort; radix64 bits;
 // float comparisons from 32, 64 and up to 32, 64 (avx512 and avx2); float pair min 32, 64;
-// 16-bit compress quicksort (avx512 only: core/sort16_compress.h); 64-bit radix argsort min.
+// 16-bit compress quicksort (avx512 only: core/sort16_compress.h); 64-bit radix argsort min;
+// 32-bit integer radix argsort / pair sort min.
 #if defined(__AVX512F__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     512, 256, 128, 513, 1024, 257, 512, 129, 256, 192, 128, 128, 7, 8, 256, 200000, 65537, 10,
-    9, 9, 256, 64, 0, 0, 1025, 300000};
+    9, 9, 256, 64, 0, 0, 1025, 300000, 0};
 // Intel cores measured differently where a network's min / max become float comparisons: a
 // 512-bit vminps / vminpd has a longer latency there than the integer forms, while AMD's Zen
 // cores run the float forms faster on short networks (thresholds.md, "avx512 on Intel" and
@@ -31,15 +32,15 @@ constexpr int64_t kIntelDefaults[][2] = {{tune::kSortFloatMin32, 0},
 #elif defined(__AVX2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     256, 128, 64, 257, 512, 129, 256, 112, 128, 128, 32, 64, 7, 7, 256, 60000, 60000, 11,
-    9, 9, 256, 128, 129, 65, 0, 2000};
+    9, 9, 256, 128, 129, 65, 0, 2000, 50000};
 #elif defined(__SSE4_2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     128, 64, 32, 129, 256, 128, 128, 0, 0, 64, 32, 32, 7, 7, 256, 30000, 30000, 22, 0, 0, 0, 0,
-    0, 0, 0, 1000};
+    0, 0, 0, 1000, 2049};
 #else
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     16, 16, 16, 0, 0, 0, 0, 0, 0, 16, 16, 16, 8, 8, 16384, 10000, 10000, 22, 0, 0, 0, 0, 0, 0, 0,
-    500};
+    500, 1000};
 #endif
 
 inline int64_t tuning_default(int k) {

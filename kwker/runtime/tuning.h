@@ -53,6 +53,9 @@ enum Knob : int {
   // 64-bit stable argsorts take that LSD radix from this many keys on (below, clearing and
   // scanning its counters costs more than the packed quicksort of the keys).
   kRadix64ArgsortMin,
+  // Stable argsorts and pair sorts of 32-bit integer keys take the 8-bit LSD radix
+  // (core/radix-inl.h) from this many keys (up to 2^21); 0: never.
+  kRadix32PairsMin,
   kKnobCount
 };
 

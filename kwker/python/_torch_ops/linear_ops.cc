@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "kwker/kwker.h"
+#include "torch_runner.h"
 
 // A contiguous result tensor, large ones from Kwker's scratch cache (ops.cc): fresh pages for
 // every prompt's output cost as much as the prompt GEMM writing it.
@@ -22,22 +23,8 @@ using at::Tensor;
 
 void check(int status) { TORCH_CHECK(status == KWKER_OK, "kwker: ", kwker_last_error()); }
 
-// Kwker's parallel work on torch's intra-op threads (kwker_set_thread_runner): between two
-// kernels torch's OpenMP workers spin waiting for work, and a second pool running beside them
-// on the same cores lost 5 ms of every 20 ms decode step of SmolLM2. With one torch thread
-// there is nothing to share, so Kwker's own pool runs.
-int torch_runner(int ntasks, void (*fn)(void *, int), void *ctx) {
-  if (at::get_num_threads() < 2 || at::in_parallel_region()) return 0;
-  at::parallel_for(0, ntasks, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) fn(ctx, int(i));
-  });
-  return 1;
-}
-
-struct OnTorchThreads {
-  kwker_thread_runner prev = kwker_set_thread_runner(torch_runner);
-  ~OnTorchThreads() { kwker_set_thread_runner(prev); }
-};
+using kwker_torch::OnTorchThreads;
+using kwker_torch::torch_runner;
 
 int64_t thread_runner() { return int64_t(reinterpret_cast<uintptr_t>(&torch_runner)); }
 

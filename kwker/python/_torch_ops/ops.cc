@@ -16,6 +16,7 @@
 // Semantics are those of kwker/python/kwker/torch_ops/_kernels.py (the Python-registered
 // operators), which documents them; the two are checked against torch by the same battery.
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <c10/core/CPUAllocator.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "kwker/kwker.h"
+#include "torch_runner.h"
 
 #ifndef KWKER_TORCH_BUILT_FOR
 #error "KWKER_TORCH_BUILT_FOR (the torch version this is built against) must be defined"
@@ -199,6 +201,8 @@ Tensor result(c10::IntArrayRef sizes, at::ScalarType dtype) {
 // 0: Kwker's own budget) goes to Kwker with its thread count.
 template <class Fn> void over_rows(int64_t rows, int64_t cols, int threads, Fn fn) {
   if (rows < 2 || threads <= 1) {
+    // One row on torch's threads, which spin after torch's own kernels (torch_runner.h).
+    kwker_torch::OnTorchThreads on_torch;
     check(fn(int64_t(0), rows, threads));
     return;
   }
@@ -554,6 +558,22 @@ std::tuple<Tensor &, Tensor &> o_sort_out(const Tensor &self, std::optional<bool
   if (!sort_taken(self, stable, dim, descending, &d) || !out_fits(values, self.scalar_type()) ||
       !out_fits(indices, at::kLong))
     return at::cpu::sort_outf(self, stable, dim, descending, values, indices);
+  // Contiguous out= tensors of the result's shape that share no memory with the input or each
+  // other take the result directly: sorted elsewhere and copied in, torch.sort(t, stable=True,
+  // out=...) of 1e6 int32 took 5.1 ms against 2.5 without out= (torch's own 3.4).
+  const auto apart = [](const Tensor &a, const Tensor &b) {
+    return at::get_overlap_status(a, b) == at::MemOverlapStatus::No;
+  };
+  if (self.is_contiguous() && d == self.dim() - 1 && self.numel() > 0 &&
+      out_ok(values, self.scalar_type(), self.sizes()) && values.is_contiguous() &&
+      out_ok(indices, at::kLong, self.sizes()) && indices.is_contiguous() &&
+      apart(values, self) && apart(indices, self) && apart(values, indices)) {
+    const int64_t cols = self.size(d);
+    sort_rows(self, values, indices, self.numel() / cols, cols, descending,
+              at::get_num_threads());
+    if (corrupt_now(kSort, true)) swap_first_two(indices);
+    return {values, indices};
+  }
   auto r = k_sort(self, d, descending, true, at::get_num_threads());
   into_out(values, std::get<0>(r));
   into_out(indices, std::get<1>(r));

@@ -132,7 +132,8 @@ TUNING_KNOBS = (
     "sort_tiny_max", "argsort_tiny_max", "presorted_min", "count16_sort_min",
     "count16_argsort_min", "radix64_argsort_max_bits", "sort_float_min_32",
     "sort_float_min_64", "sort_float_max_32", "sort_float_max_64", "sort_float_pair_min_32",
-    "sort_float_pair_min_64", "sort16_compress_min", "radix64_argsort_min")
+    "sort_float_pair_min_64", "sort16_compress_min", "radix64_argsort_min",
+    "radix32_pairs_min")
 
 
 def get_tuning(name):

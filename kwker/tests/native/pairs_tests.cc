@@ -123,6 +123,26 @@ void test_pairs_1d() {
         kwker_set_tuning("radix64_argsort_max_bits", -1);
         kwker_set_tuning("radix64_argsort_min", -1);
       }
+  // The 32-bit integers' LSD radix (radix_pairs32) from one key on: ranges of one to four
+  // digits (narrow uniform, few distinct values, specials), all keys equal (no pass), sorted
+  // and reversed input, both orders, one and two threads (the split passes from 1e5 keys), and
+  // the knob's upper bound (2^21) met from both sides. The presorted check is off so that
+  // sorted, reversed and all-equal input reach it too.
+  kwker_set_tuning("radix32_pairs_min", 1);
+  kwker_set_tuning("presorted_min", int64_t(1) << 40);
+  for (int dtype : {KWKER_INT32, KWKER_UINT32})
+    for (int64_t n : {int64_t(2), int64_t(37), int64_t(1000), int64_t(5003), int64_t(130001)})
+      for (int dist : {int(kwker::ref::kUniform), int(kwker::ref::kFewDistinct),
+                       int(kwker::ref::kSpecials), int(kwker::ref::kAllEqual),
+                       int(kwker::ref::kSorted), int(kwker::ref::kReversed)})
+        for (unsigned flags : {0u, unsigned(KWKER_DESCENDING)})
+          check_pairs_all(dtype, kwker::ref::generate(dtype, dist, n, 5), 1, n, flags,
+                          "radix32", n > 100000 ? 2 : 0);
+  for (int64_t n : {(int64_t(1) << 21) - 1, (int64_t(1) << 21) + 1})
+    check_pairs_all(KWKER_INT32, kwker::ref::generate(KWKER_INT32, kwker::ref::kUniform, n, 6), 1,
+                    n, 0, "radix32 at its bound", 2);
+  kwker_set_tuning("radix32_pairs_min", -1);
+  kwker_set_tuning("presorted_min", -1);
 }
 
 void test_pairs_rows() {

@@ -506,3 +506,52 @@ def test_strided_inputs_give_torchs_values_indices_and_strides(torch_ops, no_thr
                 same(got[1], ref[1])
             except AssertionError as exc:
                 raise AssertionError(f"{label}: {exc}") from None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sort_out_tensors_of_every_layout_and_alias(torch_ops, no_thresholds, kind):
+    """torch.sort(x, out=(v, i)): contiguous out tensors of the result's shape take the result
+    directly (no copy); out tensors that are strided, of another shape, or share memory with the
+    input (values written over x itself) give torch's result all the same, and the returned
+    tensors are the out tensors."""
+    x0 = _mixed(torch.int32, (6, 500), seed=11)
+    asc = _stable_sort(x0, 1)
+    _install(torch_ops, kind)
+
+    def run(x, v, i):
+        r = torch.sort(x, dim=1, stable=True, out=(v, i))
+        assert r[0] is v and r[1] is i
+        same(v.contiguous(), asc[0])
+        same(i.contiguous(), asc[1])
+
+    run(x0, torch.empty_like(x0), torch.empty(x0.shape, dtype=torch.int64))
+    run(x0, torch.empty(500, 6, dtype=torch.int32).t(), torch.empty(500, 6, dtype=torch.int64).t())
+    with pytest.warns(UserWarning, match="resized"):
+        run(x0, torch.empty(3, dtype=torch.int32), torch.empty(3, dtype=torch.int64))
+    x = x0.clone()  # values into the input itself: torch's kernel sorts a copy
+    run(x, x, torch.empty(x.shape, dtype=torch.int64))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_one_row_right_after_torchs_own_sort(torch_ops, kind):
+    """A 1-D sort on Kwker right after torch's own kernel ran on its OpenMP team (Kwker's work
+    then runs on that team, torch_runner.h): the stable order of integers above the radix
+    threshold and of floats, bit for bit, with torch at one and at two threads."""
+    g = torch.Generator().manual_seed(7)
+    xs = [torch.randint(-2**31, 2**31 - 1, (300_000,), dtype=torch.int32, generator=g),
+          torch.randint(-50, 50, (200_001,), dtype=torch.int32, generator=g),
+          torch.randn(150_000, generator=g)]
+    want = [_stable_sort(x) for x in xs]
+    before = torch.get_num_threads()
+    try:
+        for threads in (2, 1):
+            torch.set_num_threads(threads)
+            for x, ref in zip(xs, want):
+                torch_ops.uninstall()
+                torch.sort(x.flip(0), stable=True)  # torch's kernel on its team first
+                _install(torch_ops, kind)
+                got = torch.sort(x, stable=True)
+                same(got[0], ref[0])
+                same(got[1], ref[1])
+    finally:
+        torch.set_num_threads(before)
