@@ -143,6 +143,7 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
     // Each block's keys are encoded once into a buffer (the comparisons would otherwise encode
     // every key twice, which made sorted float input 4x slower than sorted integers).
     using K = typename Codec::K;
+    using Acc = typename std::conditional<sizeof(K) == 8, uint64_t, unsigned>::type;
     constexpr size_t kBlock = 2048;
     K keys[kBlock + 1];
     size_t lo = chunk_begin(n - 1, T, t) + 1, hi = chunk_begin(n - 1, T, t + 1) + 1;
@@ -153,7 +154,9 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
       const size_t e = b + kBlock < hi ? b + kBlock : hi, m = e - b;
       // The violations are OR-ed into an integer: GCC vectorises that reduction, while an
       // `ok &= a <= b` loop over bools stayed scalar (sorted int32 at 1e7: 0.29 -> 0.14 ns/el; all-equal rows of 1,000 int32 2.4x faster).
-      unsigned bad = 0;
+      // An accumulator of the keys' width: 64-bit compares OR-ed into a 32-bit one made GCC
+      // narrow every mask with three shuffles (reversed float64 on avx2).
+      Acc bad = 0;
       // The equal-ends fill is written with the check, one pass over the block instead of a
       // second after it (all-equal uint32 / uint64 at 30,000 on avx2: 3.2 / 4.9 -> 2.2 / 3.1
       // us); a block that fails leaves copy_to unspecified, as a 0 allows. The ascending copy
@@ -164,25 +167,25 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
         if (copy_to) {
           auto *d = copy_to + b;
           for (size_t i = 0; i < m; ++i) {
-            bad |= unsigned(k[i] != first);
+            bad |= Acc(k[i] != first);
             d[i] = first;
           }
         } else {
-          for (size_t i = 0; i < m; ++i) bad |= unsigned(k[i] != first);
+          for (size_t i = 0; i < m; ++i) bad |= Acc(k[i] != first);
         }
       } else if (values_in_key_order(c)) {  // the values compare as the keys do: no buffer
         const auto *k = src + b;
         if (asc)
-          for (size_t i = 0; i < m; ++i) bad |= unsigned(k[i - 1] > k[i]);
+          for (size_t i = 0; i < m; ++i) bad |= Acc(k[i - 1] > k[i]);
         else
-          for (size_t i = 0; i < m; ++i) bad |= unsigned(k[i - 1] < k[i]);
+          for (size_t i = 0; i < m; ++i) bad |= Acc(k[i - 1] < k[i]);
       } else {
         keys[0] = keys[kBlock];
         for (size_t i = 0; i < m; ++i) keys[i + 1] = c.enc(src[b + i]);
         if (asc)
-          for (size_t i = 0; i < m; ++i) bad |= unsigned(keys[i] > keys[i + 1]);
+          for (size_t i = 0; i < m; ++i) bad |= Acc(keys[i] > keys[i + 1]);
         else
-          for (size_t i = 0; i < m; ++i) bad |= unsigned(keys[i] < keys[i + 1]);
+          for (size_t i = 0; i < m; ++i) bad |= Acc(keys[i] < keys[i + 1]);
         keys[kBlock] = keys[m];
       }
       ok = bad == 0;
@@ -743,8 +746,9 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
       constexpr size_t kBlock = 256;
       for (size_t k = 0; k + 1 < n;) {
         const size_t e = k + kBlock < n - 1 ? k + kBlock : n - 1;  // pairs (q, q + 1), q in [k, e)
-        unsigned ties = 0;
-        for (size_t q = k; q < e; ++q) ties |= unsigned(may_tie(c, src[q], src[q + 1]));
+        using Acc = typename std::conditional<sizeof(K) == 8, uint64_t, unsigned>::type;
+        Acc ties = 0;  // of the keys' width, as in presorted()
+        for (size_t q = k; q < e; ++q) ties |= Acc(may_tie(c, src[q], src[q + 1]));
         size_t next = e;
         for (size_t q = k; ties && q < e; ++q) {
           if (!(c.enc(src[q]) == c.enc(src[q + 1]))) continue;
