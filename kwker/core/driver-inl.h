@@ -109,6 +109,12 @@ template <class TT, bool kU> bool values_in_key_order(const IntCodec<TT, kU> &c)
   return c.flip == 0;
 }
 
+// Flags of a vectorised check OR-ed together, of the keys' width: 64-bit compares OR-ed into a
+// 32-bit integer made GCC narrow every mask with three shuffles (reversed float64 argsort on
+// avx2, where there are no mask registers).
+template <class K>
+using FlagAcc = typename std::conditional<sizeof(K) == 8, uint64_t, unsigned>::type;
+
 // Presorted detection. Returns 1 when the keys are non-decreasing, -1 when non-increasing,
 // 0 otherwise. A cheap probe rejects random input within a few elements; the full check runs
 // in blocks whose comparisons vectorise (no early exit inside a block), split over the
@@ -143,7 +149,7 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
     // Each block's keys are encoded once into a buffer (the comparisons would otherwise encode
     // every key twice, which made sorted float input 4x slower than sorted integers).
     using K = typename Codec::K;
-    using Acc = typename std::conditional<sizeof(K) == 8, uint64_t, unsigned>::type;
+    using Acc = FlagAcc<K>;
     constexpr size_t kBlock = 2048;
     K keys[kBlock + 1];
     size_t lo = chunk_begin(n - 1, T, t) + 1, hi = chunk_begin(n - 1, T, t + 1) + 1;
@@ -154,8 +160,6 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
       const size_t e = b + kBlock < hi ? b + kBlock : hi, m = e - b;
       // The violations are OR-ed into an integer: GCC vectorises that reduction, while an
       // `ok &= a <= b` loop over bools stayed scalar (sorted int32 at 1e7: 0.29 -> 0.14 ns/el; all-equal rows of 1,000 int32 2.4x faster).
-      // An accumulator of the keys' width: 64-bit compares OR-ed into a 32-bit one made GCC
-      // narrow every mask with three shuffles (reversed float64 on avx2).
       Acc bad = 0;
       // The equal-ends fill is written with the check, one pass over the block instead of a
       // second after it (all-equal uint32 / uint64 at 30,000 on avx2: 3.2 / 4.9 -> 2.2 / 3.1
@@ -585,10 +589,6 @@ void key_range64_all(CallCtx &ctx, const Codec c, const typename Codec::T *src, 
   mx = hi[0];
 }
 
-// Whether a stable argsort of n 64-bit keys spanning `span` (largest - smallest) takes the LSD
-// radix: a range of at most radix64_argsort_max_bits bits, from radix64_argsort_min keys (its
-// counters' clearing and prefix are a fixed cost: 300 int64 keys of 8 bits took 5.9 us by radix
-// against 0.8 us packed on AVX-512, where the knob had no lower bound).
 // Whether a stable argsort or pair sort of n 32-bit integer keys takes radix_pairs32: from the
 // radix32_pairs_min knob's keys (0: never) up to kRadix32PairsMax, above which its scatters
 // leave the caches (avx2 engine, two threads, Zen 5: 4e6 keys 17.3 ms against the packed
@@ -599,6 +599,10 @@ inline bool radix32_pairs_wanted(const CallCtx &ctx, size_t n) {
   return on(ctx, KWKER_ALGO_RADIX) && m > 0 && n >= m && n <= kRadix32PairsMax;
 }
 
+// Whether a stable argsort of n 64-bit keys spanning `span` (largest - smallest) takes the LSD
+// radix: a range of at most radix64_argsort_max_bits bits, from radix64_argsort_min keys (its
+// counters' clearing and prefix are a fixed cost: 300 int64 keys of 8 bits took 5.9 us by radix
+// against 0.8 us packed on AVX-512, where the knob had no lower bound).
 inline bool radix64_argsort_wanted(const CallCtx &ctx, size_t n, uint64_t span) {
   return on(ctx, KWKER_ALGO_RADIX) && n >= size_t(knob(tune::kRadix64ArgsortMin)) &&
          size_t(bit_length(span)) <= knob(tune::kRadix64MaxBits);
@@ -746,9 +750,8 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
       constexpr size_t kBlock = 256;
       for (size_t k = 0; k + 1 < n;) {
         const size_t e = k + kBlock < n - 1 ? k + kBlock : n - 1;  // pairs (q, q + 1), q in [k, e)
-        using Acc = typename std::conditional<sizeof(K) == 8, uint64_t, unsigned>::type;
-        Acc ties = 0;  // of the keys' width, as in presorted()
-        for (size_t q = k; q < e; ++q) ties |= Acc(may_tie(c, src[q], src[q + 1]));
+        FlagAcc<K> ties = 0;
+        for (size_t q = k; q < e; ++q) ties |= FlagAcc<K>(may_tie(c, src[q], src[q + 1]));
         size_t next = e;
         for (size_t q = k; ties && q < e; ++q) {
           if (!(c.enc(src[q]) == c.enc(src[q + 1]))) continue;
