@@ -435,7 +435,7 @@ void decode_row(const IJob &jb, int64_t p, int64_t r) {
     __m128 sc[NP], mn[NP];
     for (int q = 0; q < NP; ++q) {
       gp[q] = jb.packed + (p + q) * jb.panel_bytes + g * gbytes;
-      if (r == 0) prefetch_ahead<kLinPrefetchQuant>(gp[q], gbytes, jb.m == 1);
+      if (r == 0) prefetch_ahead<kLinPrefetchQuant>(gp[q], gbytes, lin_stream_once(jb.m));
       if constexpr (MODE == kLinInt8) sc[q] = _mm_loadu_ps(reinterpret_cast<const float *>(gp[q]));
       else int4_header4(jb, gp[q], sc[q], mn[q]);
     }
@@ -516,7 +516,7 @@ inline void decode_row_pair_int4(const IJob &jb, int64_t p, int64_t r) {
     const uint8_t *gp[2];
     for (int q = 0; q < 2; ++q) {
       gp[q] = jb.packed + (p + q) * jb.panel_bytes + g * gbytes;
-      if (r == 0) prefetch_ahead<kLinPrefetchQuant>(gp[q], gbytes, jb.m == 1);
+      if (r == 0) prefetch_ahead<kLinPrefetchQuant>(gp[q], gbytes, lin_stream_once(jb.m));
     }
     __m128 s0, m0, s1, m1;
     int4_header4(jb, gp[0], s0, m0);
@@ -553,7 +553,7 @@ void decode_row_pair_int4_g32(const IJob &jb, int64_t p, int64_t r) {
   const int8_t *xr = jb.qx + r * jb.kp;
   const float *dxr = jb.dx + r * jb.nb;
   const int32_t *qsr = jb.qs + r * jb.nb;
-  const bool first = r == 0, once = jb.m == 1;
+  const bool first = r == 0, once = lin_stream_once(jb.m);
   // Columns 2h, 2h + 1 of the block at q: one 32-byte load.
   auto pair = [](const uint8_t *q, __m256i xlo, __m256i xhi) {
     return int4_pair16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(q)), xlo, xhi);
