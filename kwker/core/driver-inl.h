@@ -120,10 +120,13 @@ using FlagAcc = typename std::conditional<sizeof(K) == 8, uint64_t, unsigned>::t
 // in blocks whose comparisons vectorise (no early exit inside a block), split over the
 // threads for large inputs. With copy_to (not src), blocks are copied there as they pass,
 // while still in cache: ascending in order, descending reversed into their mirrored place, so
-// either way copy_to ends up sorted (on 0 its content is unspecified).
+// either way copy_to ends up sorted (on 0 its content is unspecified). With ties (on -1 only),
+// whether two neighbours hold equal keys, found by the same pass: a strictly decreasing input
+// then needs no tie search after its reversal (argsort_impl).
 template <class Codec>
 int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
-              typename Codec::T *copy_to = nullptr) {
+              typename Codec::T *copy_to = nullptr, bool *ties = nullptr) {
+  if (ties) *ties = true;
   if (n < 2) {
     if (n == 1 && copy_to) copy_to[0] = src[0];
     return 1;
@@ -144,7 +147,8 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
   // which made two threads 1.5x slower; with the workers placed off that CPU, runtime/threads.cc,
   // two threads check and reverse 1e7 keys 1.6-1.9x faster than one: design.md).
   const int T = pass_parts(ctx, n);
-  bool ok_part[kMaxBuckets];
+  bool ok_part[kMaxBuckets], tie_part[kMaxBuckets];
+  const bool count_ties = ties && !asc;
   auto check = [&](int t) {
     // Each block's keys are encoded once into a buffer (the comparisons would otherwise encode
     // every key twice, which made sorted float input 4x slower than sorted integers).
@@ -154,6 +158,7 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
     K keys[kBlock + 1];
     size_t lo = chunk_begin(n - 1, T, t) + 1, hi = chunk_begin(n - 1, T, t + 1) + 1;
     bool ok = true;
+    Acc eq = 0;
     if (copy_to && t == 0) copy_to[asc ? 0 : n - 1] = src[0];
     keys[kBlock] = c.enc(src[lo - 1]);  // the key before the first block
     for (size_t b = lo; b < hi && ok; b += kBlock) {
@@ -179,17 +184,29 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
         }
       } else if (values_in_key_order(c)) {  // the values compare as the keys do: no buffer
         const auto *k = src + b;
-        if (asc)
+        if (asc) {
           for (size_t i = 0; i < m; ++i) bad |= Acc(k[i - 1] > k[i]);
-        else
+        } else if (count_ties) {
+          for (size_t i = 0; i < m; ++i) {
+            bad |= Acc(k[i - 1] < k[i]);
+            eq |= Acc(k[i - 1] == k[i]);
+          }
+        } else {
           for (size_t i = 0; i < m; ++i) bad |= Acc(k[i - 1] < k[i]);
+        }
       } else {
         keys[0] = keys[kBlock];
         for (size_t i = 0; i < m; ++i) keys[i + 1] = c.enc(src[b + i]);
-        if (asc)
+        if (asc) {
           for (size_t i = 0; i < m; ++i) bad |= Acc(keys[i] > keys[i + 1]);
-        else
+        } else if (count_ties) {
+          for (size_t i = 0; i < m; ++i) {
+            bad |= Acc(keys[i] < keys[i + 1]);
+            eq |= Acc(keys[i] == keys[i + 1]);
+          }
+        } else {
           for (size_t i = 0; i < m; ++i) bad |= Acc(keys[i] < keys[i + 1]);
+        }
         keys[kBlock] = keys[m];
       }
       ok = bad == 0;
@@ -203,10 +220,15 @@ int presorted(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t 
       }
     }
     ok_part[t] = ok;
+    tie_part[t] = eq != 0;
   };
   parallel_tasks(ctx, T, check);
-  for (int t = 0; t < T; ++t)
+  bool any_tie = false;
+  for (int t = 0; t < T; ++t) {
     if (!ok_part[t]) return 0;
+    any_tie |= tie_part[t];
+  }
+  if (count_ties) *ties = any_tie;
   return asc ? 1 : -1;
 }
 
@@ -736,7 +758,8 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
     return;
   }
   if (on(ctx, KWKER_ALGO_PRESORTED) && n >= knob(tune::kPresortedMin)) {
-    int s = presorted(ctx, c, src, n);
+    bool ties = true;
+    int s = presorted(ctx, c, src, n, nullptr, &ties);
     if (s == 1) {
       for (size_t i = 0; i < n; ++i) out[i] = int64_t(i);
       return;
@@ -747,6 +770,7 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
       // without branching, so a strictly decreasing input costs two streaming passes (it had
       // cost a key comparison and a branch per slot: float64 3e5 keys 0.98 ms, NumPy 0.19).
       for (size_t i = 0; i < n; ++i) out[i] = int64_t(n - 1 - i);
+      if (!ties) return;  // strictly decreasing, as the check found
       constexpr size_t kBlock = 256;
       for (size_t k = 0; k + 1 < n;) {
         const size_t e = k + kBlock < n - 1 ? k + kBlock : n - 1;  // pairs (q, q + 1), q in [k, e)

@@ -609,6 +609,57 @@ void test_int_presorted_floats() {
         }
 }
 
+// Strictly decreasing keys but for one tie, which the presorted check must report so that the
+// reversed argsort puts the pair back in index order (a strictly decreasing input skips that
+// search): the tie near either end, on the two threads' split (2,200,001 keys: the check in two
+// parts) and none; for floats also -0.0 beside +0.0 and two NaNs with different payloads, which
+// tie as keys but not as bits. int32 / int64 read the values (values_in_key_order), the floats
+// their encoded keys. Every engine, 1 and 2 threads, sort and argsort against the reference.
+void test_reversed_one_tie() {
+  for (int dtype : {KWKER_INT32, KWKER_INT64, KWKER_FLOAT32, KWKER_FLOAT64})
+    for (int64_t n : {int64_t(5001), int64_t(2200001)})
+      for (int kind = 0; kind < (dtype >= KWKER_FLOAT32 ? 3 : 1); ++kind)  // equal, +-0, NaNs
+        for (int64_t at : {int64_t(-1), int64_t(0), n / 2 - 1, n / 2, n - 2}) {
+          if (kind && at < 0) continue;
+          if (n > 5001 && (dtype == KWKER_INT64 || dtype == KWKER_FLOAT32 || kind)) continue;
+          const int w = dtype_size(dtype);
+          std::vector<uint8_t> data(size_t(n * w));
+          for (int64_t i = 0; i < n; ++i) {  // n - i, strictly decreasing, in the dtype
+            const int64_t v = n - i;
+            if (dtype == KWKER_INT32) { const int32_t x = int32_t(v); std::memcpy(&data[size_t(i * w)], &x, 4); }
+            if (dtype == KWKER_INT64) { const int64_t x = v; std::memcpy(&data[size_t(i * w)], &x, 8); }
+            if (dtype == KWKER_FLOAT32) { const float x = float(v); std::memcpy(&data[size_t(i * w)], &x, 4); }
+            if (dtype == KWKER_FLOAT64) { const double x = double(v); std::memcpy(&data[size_t(i * w)], &x, 8); }
+          }
+          if (at >= 0) {
+            uint8_t *p = &data[size_t(at * w)], *q = &data[size_t((at + 1) * w)];
+            if (kind == 0) std::memcpy(q, p, size_t(w));  // keys at and at + 1 equal
+            if (kind == 1) {  // ..., +0.0, -0.0, then the rest negative: a tie as keys
+              for (int64_t i = at; i < n; ++i) {
+                const double v = i == at || i == at + 1 ? 0.0 : -double(i - at);
+                if (w == 4) { const float x = float(v); std::memcpy(&data[size_t(i * w)], &x, 4); }
+                else std::memcpy(&data[size_t(i * w)], &v, 8);
+              }
+              data[size_t((at + 1) * w + w - 1)] |= 0x80;  // the second zero negative
+            }
+            if (kind == 2) {  // two NaNs, the largest keys, first
+              if (at > 0) continue;
+              const uint64_t a = w == 4 ? 0x7FC00123ull : 0x7FF8000000000123ull;
+              const uint64_t b = w == 4 ? 0xFFC00456ull : 0xFFF8000000000456ull;
+              std::memcpy(p, &a, size_t(w));
+              std::memcpy(q, &b, size_t(w));
+            }
+          }
+          for (int threads : {1, 2}) {
+            if (n > 5001 && threads == 1) continue;
+            check_1d_all(dtype, kwker::ref::kReversed, n, 0u,
+                         "strictly decreasing, tie kind " + std::to_string(kind) + " at " +
+                             std::to_string(at),
+                         &data, threads);
+          }
+        }
+}
+
 // 64-bit keys whose quicksort leaves compare doubles on AVX2 (vq::KeyKind kInt64AsDouble /
 // kFloatBits): int64 keys on both sides of 0, of the monotone range's ends (+inf's bits
 // 0x7FF0... and its complement) and of the extremes, small ones (denormals as doubles), with
@@ -763,6 +814,7 @@ void test_equal_ends() {
 void run_short_tests() {
   test_nan_stops();
   test_int_presorted_floats();
+  test_reversed_one_tie();
   test_few_distinct();
   test_equal_ends();
   test_row_lengths();
