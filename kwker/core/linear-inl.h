@@ -236,13 +236,13 @@ constexpr int64_t kLinPrefetchQuant = 4096, kLinPrefetchBf16 = 8192, kLinPrefetc
                   kLinPrefetch16AmdAvx2 = 2048;
 
 // Whether a call of m rows asks for its weights as non-temporal (prefetch_ahead's once): at one
-// row, on AMD only. On a 2-vCPU Xeon with AMX (family 6 model 167, 480 MB of L3; 2026-12-07)
+// row, except on Intel. On a 2-vCPU Xeon with AMX (family 6 model 167, 480 MB of L3; 2026-12-07)
 // `prefetchnta` ran the decode 2.6-4x slower than `prefetcht0` at the same distances: 16 layers
 // of 1,024 x 2,816, one row, median ms, one / two threads: float16 13.8-14.6 / 7.6-8.0 against
 // 3.6-6.1 / 1.9-2.0, bfloat16 12.8-13.5 / 7.0-7.6 against 3.7-5.9 / 1.9-2.0, int8 7.9-8.0 /
 // 4.2-4.6 against 2.3-2.6 / 1.3-1.4, int4 5.5-5.6 / 3.1-3.2 against 2.1-2.3 / 1.2-1.2 (no software
-// prefetch: in between). A non-temporal line is kept in L1 only there and its copy in the large
-// last-level cache is not used again.
+// prefetch: in between; the VM has no performance counters to say which cache level lost the
+// lines).
 inline bool lin_stream_once(int64_t m) { return m == 1 && !tune::g_intel_cpu; }
 
 // One panel (NR columns) for MR rows. xs[i] is row i padded to kp; sums[i] its int4 group sums.
