@@ -758,8 +758,8 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
     return;
   }
   if (on(ctx, KWKER_ALGO_PRESORTED) && n >= knob(tune::kPresortedMin)) {
-    bool ties = true;
-    int s = presorted(ctx, c, src, n, nullptr, &ties);
+    bool has_ties;
+    int s = presorted(ctx, c, src, n, nullptr, &has_ties);
     if (s == 1) {
       for (size_t i = 0; i < n; ++i) out[i] = int64_t(i);
       return;
@@ -770,7 +770,7 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
       // without branching, so a strictly decreasing input costs two streaming passes (it had
       // cost a key comparison and a branch per slot: float64 3e5 keys 0.98 ms, NumPy 0.19).
       for (size_t i = 0; i < n; ++i) out[i] = int64_t(n - 1 - i);
-      if (!ties) return;  // strictly decreasing, as the check found
+      if (!has_ties) return;  // strictly decreasing, as the check found
       constexpr size_t kBlock = 256;
       for (size_t k = 0; k + 1 < n;) {
         const size_t e = k + kBlock < n - 1 ? k + kBlock : n - 1;  // pairs (q, q + 1), q in [k, e)
