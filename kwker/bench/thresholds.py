@@ -292,8 +292,10 @@ def measure_engine(engine, args, log):
         note("presorted_min", start if start is not None else pts[-1][0],
              "time without / with the probe on random input: " + fmt(pts))
 
-    # 16-bit counting sorts vs the widened quicksort / packed argsort.
-    for op, knob in (("sort", "count16_sort_min"), ("argsort", "count16_argsort_min")):
+    # The 16-bit counting sort vs the widened quicksort; the 16-bit radix argsort (two scatters
+    # of 256 buckets, core/radix-inl.h) vs the packed argsort.
+    for op, knob, path in (("sort", "count16_sort_min", "counting"),
+                           ("argsort", "count16_argsort_min", "radix")):
         if not want(knob):
             continue
         pts = []
@@ -303,7 +305,7 @@ def measure_engine(engine, args, log):
             t_count, t_other = compare(one_call(op, a), {knob: 0}, {knob: BIG})
             pts.append((n, t_other / t_count))
         start = smallest_winning_tail(pts)
-        note(knob, start if start is not None else BIG, "quicksort/counting: " + fmt(pts))
+        note(knob, start if start is not None else BIG, f"quicksort/{path}: " + fmt(pts))
 
     # The 16-bit quicksort on compressed 16-bit lanes vs keys widened to 32 bits, from the first
     # size past the two-network merge (smaller inputs never reach either): the avx512 engine on

@@ -795,8 +795,13 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
     if (on(ctx, KWKER_ALGO_RADIX) && counting_scatter_parallel(ctx, c, src, n, nullptr, out))
       return;
   if constexpr (sizeof(K) <= 2) {
-    if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= knob(tune::kCount16ArgsortMin)))
-      if (counting_argsort(src, n, out, c)) return;
+    if (on(ctx, KWKER_ALGO_RADIX)) {
+      if constexpr (sizeof(K) == 1) {
+        if (counting_argsort(src, n, out, c)) return;
+      } else if (n >= knob(tune::kCount16ArgsortMin)) {
+        if (radix16_argsort(ctx, c, src, n, nullptr, out)) return;
+      }
+    }
     if (n <= (size_t(1) << 16)) {
       // (key << 16 | index) in 32 bits: the 32-bit quicksort has twice the lanes of the 64-bit.
       SmallBuffer<int32_t, 4096> packed(n);

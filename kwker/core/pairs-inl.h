@@ -178,7 +178,7 @@ void gather_values(CallCtx &ctx, const T *src, const int64_t *idx, T *vals, size
   parallel_tasks(ctx, parts, task);
 }
 
-// Stable counting sort of pairs for 8- and 16-bit keys: each element is scattered once, value
+// Stable counting sort of pairs for 8-bit keys: each element is scattered once, value
 // and index together. Returns false when scratch is refused.
 template <class Codec>
 bool counting_pairs(const Codec c, const typename Codec::T *src, size_t n,
@@ -270,8 +270,13 @@ void sort_pairs_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, 
     if (on(ctx, KWKER_ALGO_RADIX) && counting_scatter_parallel(ctx, c, src, n, vals, idx))
       return;
   if constexpr (sizeof(K) <= 2) {
-    if (on(ctx, KWKER_ALGO_RADIX) && (sizeof(K) == 1 || n >= knob(tune::kCount16ArgsortMin)))
-      if (counting_pairs(c, src, n, vals, idx)) return;
+    if (on(ctx, KWKER_ALGO_RADIX)) {
+      if constexpr (sizeof(K) == 1) {
+        if (counting_pairs(c, src, n, vals, idx)) return;
+      } else if (n >= knob(tune::kCount16ArgsortMin)) {
+        if (radix16_argsort(ctx, c, src, n, vals, idx)) return;
+      }
+    }
     if (n <= (size_t(1) << 16)) {
       SmallBuffer<int32_t, 4096> packed(n);
       if (packed) {

@@ -227,7 +227,8 @@ inline void bool_scatter(const BoolCodec c, const uint8_t *src, size_t n, uint8_
   }
 }
 
-// Stable counting argsort: out[rank] = index.
+// Stable counting argsort of 8-bit keys on one thread: out[rank] = index. (16-bit keys take
+// radix16_argsort below: 65,536 buckets put each key on a cache line of its own.)
 template <class Codec>
 bool counting_argsort(const typename Codec::T *src, size_t n, int64_t *out, const Codec c) {
   if constexpr (std::is_same<Codec, BoolCodec>::value) {
@@ -244,6 +245,97 @@ bool counting_argsort(const typename Codec::T *src, size_t n, int64_t *out, cons
   }
   for (size_t i = 0; i < n; ++i) out[start[key_bucket(c.enc(src[i]))]++] = int64_t(i);
   return true;
+}
+
+// Stable argsort of 16-bit keys (with vals, the pair sort) in two scatters of 256 buckets: the
+// keys by their high byte into words (low byte above the index), then each high-byte bucket,
+// which holds its keys in index order, by its low byte into idx. The one scatter over 65,536
+// buckets it replaced wrote each key to a cache line of its own: on an Intel Xeon (2 MiB L2)
+// it ran 3.8-6.5 ns a key from 1e5 keys on and lost to the packed 64-bit quicksort at every
+// size. The second pass works a bucket at a time inside the cache. W is uint32_t below 2^24
+// keys (index in 24 bits), uint64_t above. Pass one splits the keys among the threads, pass two
+// the buckets (by their counts). False (nothing written) when scratch is refused.
+template <class W, class Codec>
+bool radix16_argsort_words(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
+                           typename Codec::T *vals, int64_t *idx) {
+  using K = typename Codec::K;
+  static_assert(sizeof(K) == 2, "16-bit keys");
+  constexpr size_t kB = 256;
+  constexpr int kLowShift = sizeof(W) == 4 ? 24 : 32;
+  const int parts = want_parallel(ctx, n) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets)
+                                          : 1;
+  Scratch<W> words(n);
+  Scratch<size_t> hist(size_t(parts) * kB + kB + 1);
+  if (!words || !hist) return false;
+  size_t *h = hist.ptr, *first = hist.ptr + size_t(parts) * kB;  // first[b]: bucket b's start
+  W *w = words.ptr;
+  auto count = [&](int t) {
+    size_t *ht = h + size_t(t) * kB;
+    memset(ht, 0, kB * sizeof(size_t));
+    for (size_t i = chunk_begin(n, parts, t), e = chunk_begin(n, parts, t + 1); i < e; ++i)
+      ++ht[key_bucket(c.enc(src[i])) >> 8];
+  };
+  parallel_tasks(ctx, parts, count);
+  bucket_thread_offsets(h, kB, parts);
+  for (size_t b = 0; b < kB; ++b) first[b] = h[b];  // thread 0's slot opens each bucket
+  first[kB] = n;
+  auto scatter = [&](int t) {
+    size_t *ht = h + size_t(t) * kB;
+    for (size_t i = chunk_begin(n, parts, t), e = chunk_begin(n, parts, t + 1); i < e; ++i) {
+      const size_t u = key_bucket(c.enc(src[i]));
+      w[ht[u >> 8]++] = (W(u & 0xFF) << kLowShift) | W(i);
+    }
+  };
+  parallel_tasks(ctx, parts, scatter);
+  constexpr W kIndexMask = (W(1) << kLowShift) - 1;
+  auto settle = [&](size_t b) {
+    const size_t lo = first[b], hi = first[b + 1];
+    if (lo == hi) return;
+    uint32_t pos[kB] = {};
+    for (size_t j = lo; j < hi; ++j) ++pos[size_t(w[j] >> kLowShift)];
+    for (size_t l = 0, p = lo; l < kB; ++l) {
+      const size_t m = pos[l];
+      pos[l] = uint32_t(p - lo);
+      p += m;
+    }
+    int64_t *io = idx + lo;
+    if (!vals) {
+      for (size_t j = lo; j < hi; ++j) io[pos[size_t(w[j] >> kLowShift)]++] = int64_t(w[j] & kIndexMask);
+      return;
+    }
+    typename Codec::T *vo = vals + lo;
+    for (size_t j = lo; j < hi; ++j) {
+      const size_t low = size_t(w[j] >> kLowShift), i = size_t(w[j] & kIndexMask);
+      const uint32_t d = pos[low]++;
+      io[d] = int64_t(i);
+      // Integers come back from their key; a float's -0.0 and NaN payload only from the input.
+      if constexpr (Codec::kNanPayload)
+        vo[d] = src[i];
+      else
+        vo[d] = c.dec(K(uint16_t(((b << 8) | low) ^ 0x8000u)));
+    }
+  };
+  // Buckets split among the threads at the key counts' quantiles.
+  size_t cut[kMaxBuckets + 1];
+  cut[0] = 0;
+  for (int t = 1, b = 0; t <= parts; ++t) {
+    const size_t goal = n * size_t(t) / size_t(parts);
+    while (size_t(b) < kB && (t == parts || first[b + 1] <= goal)) ++b;
+    cut[t] = size_t(b);
+  }
+  auto settle_range = [&](int t) {
+    for (size_t b = cut[t]; b < cut[t + 1]; ++b) settle(b);
+  };
+  parallel_tasks(ctx, parts, settle_range);
+  return true;
+}
+
+template <class Codec>
+bool radix16_argsort(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t n,
+                     typename Codec::T *vals, int64_t *idx) {
+  if (n < (size_t(1) << 24)) return radix16_argsort_words<uint32_t>(ctx, c, src, n, vals, idx);
+  if (n < (size_t(1) << 32)) return radix16_argsort_words<uint64_t>(ctx, c, src, n, vals, idx);
+  return false;
 }
 
 // Stable counting argsort of 8-bit keys over the threads (idx; with vals, the pair sort): each

@@ -31,7 +31,7 @@ constexpr int64_t kIntelDefaults[][2] = {{tune::kSortFloatMin32, 0},
                                          {tune::kSortFloatPairMin64, 0}};
 #elif defined(__AVX2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    256, 128, 64, 257, 512, 129, 256, 112, 128, 128, 32, 64, 7, 7, 256, 60000, 60000, 11,
+    256, 128, 64, 257, 512, 129, 256, 112, 128, 128, 32, 64, 7, 7, 256, 60000, 65537, 11,
     9, 9, 256, 128, 129, 65, 0, 2000, 50000};
 #elif defined(__SSE4_2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {

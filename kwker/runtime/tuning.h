@@ -32,7 +32,7 @@ enum Knob : int {
   kArgsortTinyMax,     // ... stable argsorts
   kPresortedMin,       // presorted detection runs from this many keys on
   kCount16SortMin,     // 16-bit counting sort from this many keys on (radix)
-  kCount16ArgsortMin,  // 16-bit stable counting argsort from this many keys on (radix)
+  kCount16ArgsortMin,  // 16-bit stable radix argsort and pair sort from this many keys on
   kRadix64MaxBits,     // 64-bit argsort: LSD radix when the key range spans <= this many bits
   // Register sorts of float32 / float64 values (no NaN or -0.0 among them) compare them as
   // floats from min to max keys; min 0: never (the only setting on engines without float

@@ -31,6 +31,9 @@
 #include <ATen/ops/topk_cpu_dispatch.h>
 #include <torch/library.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -54,11 +57,28 @@ constexpr int kNoCode = -1;
 constexpr unsigned kFlagsAsc = KWKER_NAN_LARGEST;
 constexpr unsigned kFlagsDesc = KWKER_NAN_LARGEST | KWKER_DESCENDING;
 constexpr int64_t kRadixMin = 32768;  // see _kernels.RADIX_MIN
-// torch's stable radix sort (1-D, ascending, integers) runs 8- and 16-bit keys faster than
-// Kwker's counting sorts from about this many on (benchmarks.md, 2026-12-06: torch.sort(t,
-// stable=True) of 1e5 / 1e6 uint8 0.86x / 0.80x, int16 0.74x / 0.46x); see
+// torch's stable radix sort (1-D, ascending, integers) ran 8- and 16-bit keys faster than
+// Kwker's counting sorts from about this many on, on AMD (Zen 5, 2026-12-06: torch.sort(t,
+// stable=True) of 1e5 / 1e6 uint8 0.86x / 0.80x, int16 0.74x / 0.46x); on Intel (a Xeon with
+// AMX, 2026-12-07) Kwker's ran 1.1-2.9x torch's, so only other CPUs hand them over; see
 // _kernels.NARROW_RADIX_MIN.
 constexpr int64_t kNarrowRadixMin = 65536;
+bool torch_narrow_radix_cpu() {
+  static const bool not_intel = [] {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return true;
+    char vendor[13] = {};
+    std::memcpy(vendor, &b, 4);
+    std::memcpy(vendor + 4, &d, 4);
+    std::memcpy(vendor + 8, &c, 4);
+    return std::strcmp(vendor, "GenuineIntel") != 0;
+#else
+    return true;
+#endif
+  }();
+  return not_intel;
+}
 
 int code_of(at::ScalarType t) {
   switch (t) {
@@ -499,7 +519,7 @@ bool sort_taken(const Tensor &self, std::optional<bool> stable, int64_t dim, boo
   if (no_radix && self.dim() == 1 && !descending && self.numel() >= kRadixMin) return false;
   const bool narrow = t == at::kByte || t == at::kChar || t == at::kShort;
   return !(narrow && stable.value_or(false) && self.dim() == 1 && !descending &&
-           self.numel() >= kNarrowRadixMin);
+           self.numel() >= kNarrowRadixMin && torch_narrow_radix_cpu());
 }
 
 // torch's topk and kthvalue have no kernel for these: the overrides leave them to its error.

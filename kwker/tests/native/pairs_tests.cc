@@ -142,6 +142,25 @@ void test_pairs_1d() {
     check_pairs_all(KWKER_INT32, kwker::ref::generate(KWKER_INT32, kwker::ref::kUniform, n, 6), 1,
                     n, 0, "radix32 at its bound", 2);
   kwker_set_tuning("radix32_pairs_min", -1);
+  // The 16-bit radix argsort (core/radix-inl.h, radix16_argsort): forced down to a few keys,
+  // where most of its 256 buckets are empty or hold one key, and on both sides of 2^24 keys,
+  // where its words widen from 32 to 64 bits (int16's values decoded from the key, float16's
+  // read from the input: -0.0 and NaN payloads), on three threads.
+  kwker_set_tuning("count16_argsort_min", 1);
+  for (int dtype : {KWKER_INT16, KWKER_UINT16, KWKER_FLOAT16})
+    for (int64_t n : {int64_t(1), int64_t(2), int64_t(37), int64_t(1000), int64_t(5003)})
+      for (int dist : {int(kwker::ref::kUniform), int(kwker::ref::kFewDistinct),
+                       int(kwker::ref::kSpecials), int(kwker::ref::kNanHeavy),
+                       int(kwker::ref::kAllEqual)})
+        for (unsigned flags : {0u, unsigned(KWKER_DESCENDING | KWKER_NANS_FIRST)})
+          check_pairs_all(dtype, kwker::ref::generate(dtype, dist, n, 8), 1, n, flags, "radix16");
+  kwker_set_tuning("count16_argsort_min", -1);
+  check_pairs_all(KWKER_INT16, kwker::ref::generate(KWKER_INT16, kwker::ref::kUniform,
+                                                    (int64_t(1) << 24) - 1, 9),
+                  1, (int64_t(1) << 24) - 1, KWKER_DESCENDING, "radix16 32-bit words", 3);
+  check_pairs_all(KWKER_FLOAT16, kwker::ref::generate(KWKER_FLOAT16, kwker::ref::kNanHeavy,
+                                                      (int64_t(1) << 24) + 1, 10),
+                  1, (int64_t(1) << 24) + 1, 0, "radix16 64-bit words", 3);
   kwker_set_tuning("presorted_min", -1);
 }
 

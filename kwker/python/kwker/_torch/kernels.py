@@ -14,7 +14,7 @@ import os
 
 import torch
 
-from kwker import _backend
+from kwker import _backend, _runtime
 
 CODES = {
     torch.bool: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4,
@@ -26,10 +26,22 @@ DESCENDING, NAN_LARGEST = 1, 4
 # that has no uint16/32/64 kernel: it raises there, and so must the override (torch's error).
 RADIX_MIN = 32768
 _NO_RADIX = (torch.uint16, torch.uint32, torch.uint64)
-# torch's stable radix sort runs 1-D ascending 8- and 16-bit integer keys faster than Kwker's
-# counting sorts from about this many on (ops.cc's kNarrowRadixMin).
+# torch's stable radix sort ran 1-D ascending 8- and 16-bit integer keys faster than Kwker's
+# counting sorts from about this many on, on AMD (Zen 5); on Intel (a Xeon with AMX) Kwker's
+# 8-bit counting and 16-bit radix sorts ran 1.1-2.9x torch's there, so the handoff is AMD's
+# (and other vendors') only (ops.cc's kNarrowRadixMin and torch_narrow_radix_cpu).
 NARROW_RADIX_MIN = 65536
 _NARROW = (torch.uint8, torch.int8, torch.int16)
+_narrow_handoff = None  # whether this CPU leaves those sorts to torch (found on first use)
+
+
+def _torch_radix_cpu():
+    """Whether this CPU is one where torch's radix sort of narrow keys is the faster one."""
+    global _narrow_handoff
+    if _narrow_handoff is None:
+        _narrow_handoff = _runtime.runtime_info().get("cpu", {}).get("vendor") != "GenuineIntel"
+    return _narrow_handoff
+
 # torch's topk and kthvalue have no kernel for these: the overrides leave them to its error.
 SELECT_DTYPES = frozenset(CODES) - {torch.bool, torch.uint16, torch.uint32, torch.uint64}
 # Wide unsigned tensors go through most torch ops as the signed type of the same width.
@@ -78,7 +90,7 @@ def accepts_sort(t, dim, descending):
 def torch_radix_faster(t, stable, descending):
     """Whether torch's own stable radix sort is the faster one for this call."""
     return (stable is True and not descending and t.dtype in _NARROW and t.dim() == 1 and
-            t.numel() >= NARROW_RADIX_MIN)
+            t.numel() >= NARROW_RADIX_MIN and _torch_radix_cpu())
 
 
 def accepts_unique(t):
