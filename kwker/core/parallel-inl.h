@@ -117,7 +117,7 @@ void split_block(const K *keys, size_t m, K s0, K *buf, size_t cap, size_t &nl, 
 // must stop the sort (sample_partition_sort's stop).
 struct NoCheck {
   static constexpr bool kOn = false;
-  template <class K> bool operator()(const K *, size_t) const { return false; }
+  template <class K> bool operator()(const K *, size_t, size_t) const { return false; }
 };
 
 // Contention. From kSharedSortMin keys a sort on several threads shares its work out as threads
@@ -148,7 +148,7 @@ bool two_way_split(CallCtx &ctx, size_t n, Get get, K *out, K s0, size_t *start,
     for (size_t b = lo; b < hi; b += kBlock) {
       size_t m = b + kBlock < hi ? kBlock : hi - b;
       for (size_t i = 0; i < m; ++i) keys[i] = g(b + i);
-      if (check(keys, m)) return false;
+      if (check(keys, m, b)) return false;
       size_t nl;
       K *high;
       split_block(keys, m, s0, buf, kCap, nl, high);
@@ -205,7 +205,7 @@ bool counted_split(CallCtx &ctx, size_t n, Get get, K *out, const K *split, int 
       for (size_t b = lo; b < hi; b += kBlock) {
         const size_t m = b + kBlock < hi ? kBlock : hi - b;
         for (size_t i = 0; i < m; ++i) keys[i] = get(b + i);
-        if (check(keys, m)) {
+        if (check(keys, m, b)) {
           stopped[t] = true;
           return;
         }
@@ -314,8 +314,8 @@ void sort_buckets_shared(CallCtx &ctx, size_t n, K *out, const size_t *start, in
 //   sample -> T-1 splitters -> per-thread bucket counts -> scatter -> per bucket
 //   bucket_fn(bucket_ptr, start, len), which sorts the bucket and finishes it (decode,
 //   unpack, copy back...). sort_fn(K*, size_t) sorts the sample. Splitters are or-ed with
-//   align, so keys that differ only in those bits always share a bucket. check(keys, m) sees
-//   every block of keys the split reads; when it returns true the call returns false before
+//   align, so keys that differ only in those bits always share a bucket. check(keys, m, i)
+//   sees every block of keys the split reads (get(i) .. get(i + m - 1)); when it returns true the call returns false before
 //   any bucket_fn has run (out may hold keys, the caller's output nothing).
 template <class K, class Get, class SortFn, class BucketFn, class Check = NoCheck>
 bool sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_fn,

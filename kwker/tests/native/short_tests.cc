@@ -811,10 +811,48 @@ void test_equal_ends() {
 
 }  // namespace
 
+// The parallel float copy's canonical-NaN check (OddNanCheck, driver-inl.h): a third of the
+// keys NaN, every one the canonical quiet NaN (the NaN block then is not restored from the
+// input), or one NaN with other bits (a payload, or the sign) in the first block, in the last,
+// or in the middle of the two-thread split, which must stop the checked split and restore that
+// NaN in its place. Below and above the shared split (2,097,152 keys), two and three threads
+// (the two-way and the counted split), both NaN orders.
+void test_canonical_nans_copy() {
+  for (int dtype : {KWKER_FLOAT32, KWKER_FLOAT64})
+    for (int64_t n : {int64_t(250000), int64_t(2200000)})
+      for (int64_t odd : {int64_t(-1), int64_t(0), n / 2 + 7, n - 1}) {
+        const int w = dtype_size(dtype);
+        std::vector<uint8_t> data = kwker::ref::generate(dtype, kwker::ref::kUniform, n, 41);
+        const uint64_t qnan = w == 4 ? 0x7FC00000ull : 0x7FF8000000000000ull;
+        for (int64_t i = 0; i < n; i += 3) std::memcpy(&data[size_t(i * w)], &qnan, size_t(w));
+        for (int64_t i = 0; i < n; ++i) {  // the generator's own NaNs made canonical too
+          uint64_t b = 0;
+          std::memcpy(&b, &data[size_t(i * w)], size_t(w));
+          const uint64_t mag = w == 4 ? (b & 0x7FFFFFFFull) : (b & 0x7FFFFFFFFFFFFFFFull);
+          if (mag > (w == 4 ? 0x7F800000ull : 0x7FF0000000000000ull))
+            std::memcpy(&data[size_t(i * w)], &qnan, size_t(w));
+        }
+        if (odd >= 0) {
+          const uint64_t other = odd % 2 ? (w == 4 ? 0xFFC00000ull : 0xFFF8000000000000ull)
+                                         : qnan | 0x5;
+          std::memcpy(&data[size_t(odd * w)], &other, size_t(w));
+        }
+        if (n > 250000 && odd > 0 && odd < n - 1) continue;
+        for (int threads : {2, 3}) {
+          if (n > 250000 && threads == 3) continue;
+          for (unsigned flags : {0u, unsigned(KWKER_NANS_FIRST)})
+            if (n == 250000 || flags == 0)
+            check_1d_all(dtype, kwker::ref::kNanHeavy, n, flags,
+                         "canonical NaNs, odd at " + std::to_string(odd), &data, threads);
+        }
+      }
+}
+
 void run_short_tests() {
   test_nan_stops();
   test_int_presorted_floats();
   test_reversed_one_tie();
+  test_canonical_nans_copy();
   test_few_distinct();
   test_equal_ends();
   test_row_lengths();
