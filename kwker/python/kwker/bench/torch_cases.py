@@ -251,9 +251,10 @@ def cases():
                    lambda torch, t: lambda: torch.topk(t, 5, dim=0), 1.0)
           for dt in ("float32", "int64")],
         # 1-D stable sorts of 1e5 and 1e6 keys, where torch's own kernel is a radix sort for
-        # integers: 8- and 16-bit ones are left to it from 65,536 keys (ops.cc's
-        # kNarrowRadixMin), so those rows hold "never slower" (0.97x: torch against itself plus
-        # the override's check); bool and 32 / 64-bit keys run on Kwker.
+        # integers: on AMD CPUs 8- and 16-bit ones are left to it from 65,536 keys (ops.cc's
+        # kNarrowRadixMin; Kwker's run them on Intel), so those rows hold "never slower" (0.97x:
+        # there torch against itself plus the override's check); bool and 32 / 64-bit keys run
+        # on Kwker everywhere.
         *[_op_case(f"torch.sort/{dt}/n{n}", "torch.sort(t, stable=True)", dt,
                    lambda s, n=n: (n if s.preset != "smoke" else n // 100,),
                    lambda torch, t: lambda: torch.sort(t, stable=True),
