@@ -183,6 +183,7 @@ void gather_values(CallCtx &ctx, const T *src, const int64_t *idx, T *vals, size
 template <class Codec>
 bool counting_pairs(const Codec c, const typename Codec::T *src, size_t n,
                     typename Codec::T *vals, int64_t *idx) {
+  static_assert(sizeof(typename Codec::K) == 1, "8-bit keys (16-bit: radix16_argsort)");
   if constexpr (std::is_same<Codec, BoolCodec>::value) {
     bool_scatter(c, src, n, vals, idx);
     return true;

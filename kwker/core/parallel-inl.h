@@ -315,8 +315,9 @@ void sort_buckets_shared(CallCtx &ctx, size_t n, K *out, const size_t *start, in
 //   bucket_fn(bucket_ptr, start, len), which sorts the bucket and finishes it (decode,
 //   unpack, copy back...). sort_fn(K*, size_t) sorts the sample. Splitters are or-ed with
 //   align, so keys that differ only in those bits always share a bucket. check(keys, m, i)
-//   sees every block of keys the split reads (get(i) .. get(i + m - 1)); when it returns true the call returns false before
-//   any bucket_fn has run (out may hold keys, the caller's output nothing).
+//   sees every block of keys the split reads (get(i) .. get(i + m - 1)); when it returns true
+//   the call returns false before any bucket_fn has run (out may hold keys, the caller's
+//   output nothing).
 template <class K, class Get, class SortFn, class BucketFn, class Check = NoCheck>
 bool sample_partition_sort(CallCtx &ctx, size_t n, Get get, K *out, SortFn sort_fn,
                            BucketFn bucket_fn, K align = K(0), Check check = Check()) {

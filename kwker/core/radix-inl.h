@@ -231,6 +231,7 @@ inline void bool_scatter(const BoolCodec c, const uint8_t *src, size_t n, uint8_
 // radix16_argsort below: 65,536 buckets put each key on a cache line of its own.)
 template <class Codec>
 bool counting_argsort(const typename Codec::T *src, size_t n, int64_t *out, const Codec c) {
+  static_assert(sizeof(typename Codec::K) == 1, "8-bit keys (16-bit: radix16_argsort)");
   if constexpr (std::is_same<Codec, BoolCodec>::value) {
     bool_scatter(c, src, n, nullptr, out);
     return true;
@@ -300,7 +301,8 @@ bool radix16_argsort_words(CallCtx &ctx, const Codec c, const typename Codec::T 
     }
     int64_t *io = idx + lo;
     if (!vals) {
-      for (size_t j = lo; j < hi; ++j) io[pos[size_t(w[j] >> kLowShift)]++] = int64_t(w[j] & kIndexMask);
+      for (size_t j = lo; j < hi; ++j)
+        io[pos[size_t(w[j] >> kLowShift)]++] = int64_t(w[j] & kIndexMask);
       return;
     }
     typename Codec::T *vo = vals + lo;

@@ -9,6 +9,7 @@ is the largest value and -0.0 ties with 0.0 (KWKER_NAN_LARGEST), ties keep their
 (kwker.torch_ops._python_ops, and the graph operators of ops.py) send everything else to torch's own kernel, so torch's errors stay torch's.
 The functions take the checked arguments (dim already in range) and never raise for them.
 """
+import functools
 import math
 import os
 
@@ -32,15 +33,13 @@ _NO_RADIX = (torch.uint16, torch.uint32, torch.uint64)
 # (and other vendors') only (ops.cc's kNarrowRadixMin and torch_narrow_radix_cpu).
 NARROW_RADIX_MIN = 65536
 _NARROW = (torch.uint8, torch.int8, torch.int16)
-_narrow_handoff = None  # whether this CPU leaves those sorts to torch (found on first use)
 
 
+@functools.cache
 def _torch_radix_cpu():
     """Whether this CPU is one where torch's radix sort of narrow keys is the faster one."""
-    global _narrow_handoff
-    if _narrow_handoff is None:
-        _narrow_handoff = _runtime.runtime_info().get("cpu", {}).get("vendor") != "GenuineIntel"
-    return _narrow_handoff
+    return _runtime.runtime_info().get("cpu", {}).get("vendor") != "GenuineIntel"
+
 
 # torch's topk and kthvalue have no kernel for these: the overrides leave them to its error.
 SELECT_DTYPES = frozenset(CODES) - {torch.bool, torch.uint16, torch.uint32, torch.uint64}
