@@ -8,7 +8,7 @@
 //   kwker::KWKER_ENGINE_NS::sort_keys(int64_t*, size_t)
 //
 // Algorithm (introsort shape, no heap allocation, never touches memory outside a[0..n)):
-//   * n <= W * 16 keys: bitonic network on registers (network-inl.h).
+//   * n <= W * 16 keys: a sorting network on registers (network-inl.h).
 //   * otherwise pick a pivot (ninther of 9 evenly spaced keys for ranges < 8192, else
 //     the median of 64 evenly spaced keys sorted by the same networks) and partition
 //     with the vector partition below;
