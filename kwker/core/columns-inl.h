@@ -340,8 +340,9 @@ constexpr size_t kColsTile = 16;
 // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols. 2-, 4- and 8-byte keys go through
 // register transposes (W x W tiles of the engine's registers, then 256-bit tiles for what is
 // left, e.g. a block of 10 columns on AVX-512; 16-bit keys in 16 x 16 tiles of 256 bits: one
-// load and one store per register of keys where the scalar loop spent one of each per key), the
-// edges and 1-byte keys through scalar tiles.
+// load and one store per register of keys where the scalar loop spent one of each per key; the
+// last tile of a ragged side overlaps its neighbour), sides shorter than a tile and 1-byte keys
+// through scalar tiles.
 // The outer loop runs along the longer side, so that the short side's lines (a block's columns,
 // or the rows it writes back) are finished while they are in L1.
 template <class T> struct ColTiles {
@@ -351,8 +352,18 @@ template <class T> struct ColTiles {
     using V = typename S::V;
     using I = typename S::T;
     constexpr size_t W = S::W;
-    *rf = r0 + (r1 - r0) / W * W;
-    *cf = c0 + (c1 - c0) / W * W;
+    if (r1 - r0 < W || c1 - c0 < W) {  // no whole tile: all of it to the next tier
+      *rf = r0;
+      *cf = c0;
+      return;
+    }
+    // Every row and column covered: where a side is not a multiple of W its last tile starts W
+    // before its end and overlaps the one before it, writing some keys twice with the same
+    // values (inside [r0, r1) x [c0, c1), which this call owns) instead of leaving a strip to
+    // the scalar loop: a 100 x 10 float32 matrix's two edge columns and four edge rows, one key
+    // at a time, were over half of its transposes' time on AVX2.
+    *rf = r1;
+    *cf = c1;
     auto tile = [&](size_t r, size_t c) {
       V v[W];
       for (size_t i = 0; i < W; ++i)
@@ -361,12 +372,24 @@ template <class T> struct ColTiles {
       for (size_t i = 0; i < W; ++i)
         S::store(reinterpret_cast<I *>(dst + (c + i) * ldd + r), v[i]);
     };
+    // The tile starts along a side: lo, lo + W, ..., then hi - W where the side is ragged.
+    auto next_start = [](size_t at, size_t hi) { return at + 2 * W <= hi ? at + W : hi - W; };
     if (r1 - r0 >= c1 - c0) {
-      for (size_t r = r0; r < *rf; r += W)
-        for (size_t c = c0; c < *cf; c += W) tile(r, c);
+      for (size_t r = r0;; r = next_start(r, r1)) {
+        for (size_t c = c0;; c = next_start(c, c1)) {
+          tile(r, c);
+          if (c + W == c1) break;
+        }
+        if (r + W == r1) break;
+      }
     } else {
-      for (size_t c = c0; c < *cf; c += W)
-        for (size_t r = r0; r < *rf; r += W) tile(r, c);
+      for (size_t c = c0;; c = next_start(c, c1)) {
+        for (size_t r = r0;; r = next_start(r, r1)) {
+          tile(r, c);
+          if (r + W == r1) break;
+        }
+        if (c + W == c1) break;
+      }
     }
   }
 };

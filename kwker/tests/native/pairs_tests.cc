@@ -496,6 +496,12 @@ void test_sort_columns() {
                            flags, kwker::ref::dist_name(dist), 0);
         check_sort_columns(dtype, kwker::ref::generate(dtype, dist, 2 * 37, 31), 1, 2, 37, flags,
                            kwker::ref::dist_name(dist), 0);
+        // Ragged on both sides by a few keys, yet wider than one 256-bit register of 32-bit
+        // keys: the last register tile of each side overlaps the one before it.
+        check_sort_columns(dtype, kwker::ref::generate(dtype, dist, 100 * 10, 41), 1, 100, 10,
+                           flags, kwker::ref::dist_name(dist), 0);
+        check_sort_columns(dtype, kwker::ref::generate(dtype, dist, 21 * 19, 43), 1, 21, 19,
+                           flags, kwker::ref::dist_name(dist), 0);
       }
   for (int dtype : {KWKER_FLOAT32, KWKER_INT64, KWKER_INT16, KWKER_FLOAT64, KWKER_UINT8}) {
     // Past the thread threshold: blocks claimed by both threads (1,000 x 300), and a narrow
