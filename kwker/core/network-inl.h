@@ -66,23 +66,13 @@ KWKER_VQ_INLINE void cx_merge_layers(typename S::V* v) {
   }
 }
 
-// Stages k, 2k, ..., N of the bitonic sort.
-template <class S, size_t K, size_t k, bool kT = false>
+// Stages k, 2k, ..., Last of the bitonic sort (Last: all N keys unless told).
+template <class S, size_t K, size_t k, bool kT = false, size_t Last = K * S::W>
 KWKER_VQ_INLINE void bitonic_stages(typename S::V* v) {
-  if constexpr (k <= K * S::W) {
+  if constexpr (k <= Last) {
     cx_layer<S, K, k - 1, kT>(v);
     cx_merge_layers<S, K, k / 4, kT>(v);
-    bitonic_stages<S, K, 2 * k, kT>(v);
-  }
-}
-
-// Stages k, 2k, ..., K of the transposed network (masks below K: whole vectors only).
-template <class S, size_t K, size_t k>
-KWKER_VQ_INLINE void sort_columns_bitonic(typename S::V* v) {
-  if constexpr (k <= K) {
-    cx_layer<S, K, k - 1, true>(v);
-    cx_merge_layers<S, K, k / 4, true>(v);
-    sort_columns_bitonic<S, K, 2 * k>(v);
+    bitonic_stages<S, K, 2 * k, kT, Last>(v);
   }
 }
 
@@ -136,7 +126,7 @@ KWKER_VQ_INLINE void untranspose(typename S::V* v) {
 // each lane's K keys down the vectors, and any sorting network of K inputs leaves the same keys
 // there. The smallest known ones need fewer compare-exchanges than the bitonic stages, in as
 // many layers: 5 against 6 for 4 inputs, 19 against 24 for 8, 60 against 80 for 16 (AVX2 engine,
-// one thread, 2-vCPU Xeon: rows of 256 keys 1.07-1.11x faster; design.md). Pairs in layer order;
+// one thread, 2-vCPU Xeon: rows of 256 keys 1.03-1.11x faster; design.md). Pairs in layer order;
 // the pairs of one layer are independent. Each list is proved below on every 0-1 input, which
 // by the 0-1 principle proves it on every input.
 template <size_t K> struct ColumnNetwork {
@@ -208,24 +198,28 @@ KWKER_VQ_INLINE void sort_columns(typename S::V* v) {
       S::minmax(v[a], v[b], v[a], v[b]);
     }
   } else {
-    sort_columns_bitonic<S, K, 2>(v);
+    bitonic_stages<S, K, 2, true, K>(v);
   }
+}
+
+// The whole transposed network: the columns, then the bitonic stages from 2 K keys on.
+template <class S, size_t K>
+KWKER_VQ_INLINE void transposed_stages(typename S::V* v) {
+  sort_columns<S, K>(v);
+  bitonic_stages<S, K, 2 * K, true>(v);
 }
 
 // Sorts the K * W keys held in v[0..K) (K a power of two).
 template <class S, size_t K>
 KWKER_VQ_INLINE void sort_vectors(typename S::V* v) {
   if constexpr (TransposedNetwork<S>::value && K >= S::W && K % S::W == 0) {
-    sort_columns<S, K>(v);
-    bitonic_stages<S, K, 2 * K, true>(v);
+    transposed_stages<S, K>(v);
     untranspose<S, K>(v);
   } else if constexpr (TransposedNetwork<S>::value && 2 * K == S::W) {
-    sort_columns<S, K>(v);
-    bitonic_stages<S, K, 2 * K, true>(v);
+    transposed_stages<S, K>(v);
     S::transpose_half(v);
   } else if constexpr (TransposedQuarter<S>::value && 4 * K == S::W) {
-    sort_columns<S, K>(v);
-    bitonic_stages<S, K, 2 * K, true>(v);
+    transposed_stages<S, K>(v);
     S::transpose_quarter(v);
   } else {
     bitonic_stages<S, K, 2>(v);
