@@ -35,11 +35,12 @@ CAPACITY = {"avx512": {16: 512, 32: 256, 64: 128}, "avx2": {16: 256, 32: 128, 64
             "sse4.2": {16: 128, 32: 64, 64: 32}, "portable": {16: 16, 32: 16, 64: 16}}
 
 
-# Knobs whose best value depends on the core more than on the engine: on avx512 they have one
-# row per CPU vendor ("avx512 on Intel", "avx512 on AMD"; core/tuning-inl.h's kIntelDefaults).
+# Knobs whose best value depends on the core more than on the engine: they have one row per CPU
+# vendor ("avx512 on Intel", "avx512 on AMD", ...; core/tuning-inl.h's kIntelDefaults).
 VENDOR_KNOBS = {"avx512": ("sort_float_min_32", "sort_float_max_32", "sort_float_min_64",
                            "sort_float_max_64", "sort_float_pair_min_32",
-                           "sort_float_pair_min_64")}
+                           "sort_float_pair_min_64"),
+                "avx2": ("argsort_network_max_32", "radix32_pairs_min")}
 
 
 def cpu_vendor():

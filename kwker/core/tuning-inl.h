@@ -33,6 +33,13 @@ constexpr int64_t kIntelDefaults[][2] = {{tune::kSortFloatMin32, 0},
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     256, 128, 64, 257, 512, 129, 256, 112, 128, 128, 32, 64, 7, 7, 256, 60000, 65537, 11,
     9, 9, 256, 128, 129, 65, 0, 2000, 50000};
+// On Intel cores the two paths these knobs enable lose at every size (thresholds.md, "avx2 on
+// Intel"): the 32-bit argsort network packs (key << 32 | index) and compares 64-bit lanes, a
+// vpcmpgtq and two blends per compare-exchange, where the 32-bit words' path that replaces it
+// compares 32-bit lanes; and the 32-bit LSD radix's scatters ran slower than the packed
+// quicksort they replace (one thread, 1,000 to 2,000,000 keys: 0.31-0.94x).
+constexpr int64_t kIntelDefaults[][2] = {{tune::kArgsortNetwork32, 0},
+                                         {tune::kRadix32PairsMin, 0}};
 #elif defined(__SSE4_2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     128, 64, 32, 129, 256, 128, 128, 0, 0, 64, 32, 32, 7, 7, 256, 30000, 30000, 22, 0, 0, 0, 0,
@@ -45,8 +52,8 @@ constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
 
 inline int64_t tuning_default(int k) {
   if (k < 0 || k >= tune::kKnobCount) return -1;
-#if defined(__AVX512F__)
-  if (tune::g_intel_cpu && k >= tune::kSortFloatMin32)
+#if defined(__AVX512F__) || defined(__AVX2__)
+  if (tune::g_intel_cpu)
     for (const auto &d : kIntelDefaults)
       if (d[0] == k) return d[1];
 #endif

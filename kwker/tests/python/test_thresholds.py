@@ -105,17 +105,30 @@ def test_knob_errors_name_the_knob():
         _runtime.set_tuning("sort_tiny_max", -5)
 
 
-def test_the_intel_defaults_in_code_are_the_intel_rows():
-    """core/tuning-inl.h's kIntelDefaults is the 'avx512 on Intel' section, checked from the
-    source so that a machine of either vendor catches a drift (the library reports only its own
-    vendor's defaults)."""
+def _knob_enum_names():
+    """runtime/tuning.h's Knob enumerators (kSortNetwork16, ...) by knob name, in the order the
+    library numbers both."""
+    src = (BENCH.parent / "runtime" / "tuning.h").read_text()
+    body = re.search(r"enum Knob : int \{(.*?)kKnobCount", src, re.S).group(1)
+    body = re.sub(r"//[^\n]*", "", body)
+    names = re.findall(r"\b(k[A-Z]\w*)", body)
+    assert len(names) == len(_runtime.TUNING_KNOBS), names
+    return dict(zip(names, _runtime.TUNING_KNOBS))
+
+
+@pytest.mark.parametrize("engine, guard", [("avx512", "__AVX512F__"), ("avx2", "__AVX2__")])
+def test_the_intel_defaults_in_code_are_the_intel_rows(engine, guard):
+    """Each engine's kIntelDefaults in core/tuning-inl.h is its 'ENGINE on Intel' section,
+    checked from the source so that a machine of either vendor catches a drift (the library
+    reports only its own vendor's defaults)."""
     src = (BENCH.parent / "core" / "tuning-inl.h").read_text()
-    block = re.search(r"kIntelDefaults\[\]\[2\] = \{(.*?)\};", src, re.S).group(1)
-    in_code = {}
-    for name, value in re.findall(r"\{tune::k(\w+), (\d+)\}", block):
-        knob = re.sub(r"(?<=[a-z])(?=[A-Z0-9])", "_", name).lower()
-        in_code[knob] = int(value)
-    assert in_code == {k: row[1] for k, row in TABLE["avx512 on Intel"].items()}
+    branch = re.search(r"#(?:el)?if defined\(" + guard + r"\)(.*?)#el", src, re.S).group(1)
+    block = re.search(r"kIntelDefaults\[\]\[2\] = \{(.*?)\};", branch, re.S).group(1)
+    enum = _knob_enum_names()
+    in_code = {enum[name]: int(value)
+               for name, value in re.findall(r"\{tune::(k\w+), (\d+)\}", block)}
+    assert in_code == {k: row[1] for k, row in TABLE[f"{engine} on Intel"].items()}
+    assert {k for k, row in TABLE[f"{engine} on AMD"].items()} == set(in_code)
 
 
 def test_best_window_picks_the_run_that_gains_most():
