@@ -850,8 +850,7 @@ void argsort_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, siz
       SmallBuffer<int32_t, 4096> packed(n);
       if (packed) {
         int32_t *w = packed.ptr;
-        for (size_t i = 0; i < n; ++i)
-          w[i] = int32_t((uint32_t(int32_t(c.enc(src[i]))) << 16) | uint32_t(i));
+        pack16_words(c, src, n, w);
         seq_sort_keys(w, n, [&](int32_t *q, size_t m) {
           int64_t *o = out + (q - w);
           for (size_t j = 0; j < m; ++j) o[j] = int64_t(q[j] & 0xFFFF);

@@ -282,8 +282,7 @@ void sort_pairs_impl(CallCtx &ctx, const Codec c, const typename Codec::T *src, 
       SmallBuffer<int32_t, 4096> packed(n);
       if (packed) {
         int32_t *w = packed.ptr;
-        for (size_t i = 0; i < n; ++i)
-          w[i] = int32_t((uint32_t(int32_t(c.enc(src[i]))) << 16) | uint32_t(i));
+        pack16_words(c, src, n, w);
         const PairFinish<Codec, int32_t, 16> fin{c, src, vals, w};
         seq_sort_keys(w, n, fin);
         for (size_t j = 0; j < n; ++j) idx[j] = int64_t(w[j]);
