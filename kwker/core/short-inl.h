@@ -188,7 +188,8 @@ void argsort_short(const Codec c, const typename Codec::T *src, size_t n, int64_
     // (key << 16 | index) in 32 bits: twice the lanes of the 64-bit packing.
     constexpr size_t kCap = net_capacity<int32_t>();
     alignas(64) int32_t buf[kCap];
-    pack16_words(c, src, n, buf);
+    for (size_t i = 0; i < n; ++i)  // (pack16_words measured 2-3% slower on these short rows)
+      buf[i] = int32_t((uint32_t(int32_t(c.enc(src[i]))) << 16) | uint32_t(i));
     vq::small_sort<vq::Ops<int32_t>>(buf, n);
     for (size_t i = 0; i < n; ++i) out[i] = int64_t(buf[i] & 0xFFFF);
   } else if constexpr (sizeof(K) == 4) {
