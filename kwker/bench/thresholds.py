@@ -39,7 +39,7 @@ CAPACITY = {"avx512": {16: 512, 32: 256, 64: 128}, "avx2": {16: 256, 32: 128, 64
 # vendor ("avx512 on Intel", "avx512 on AMD", ...; core/tuning-inl.h's kIntelDefaults).
 VENDOR_KNOBS = {"avx512": ("sort_float_min_32", "sort_float_max_32", "sort_float_min_64",
                            "sort_float_max_64", "sort_float_pair_min_32",
-                           "sort_float_pair_min_64"),
+                           "sort_float_pair_min_64", "sort_float_rows_max"),
                 "avx2": ("argsort_network_max_32", "radix32_pairs_min")}
 
 
@@ -400,6 +400,39 @@ def measure_engine(engine, args, log):
         note(knob, window[0] if window else 0, "integer keys/float compares: " + fmt(pts))
         note(top, window[1] if window else 0,
              "the last size of the window above" if window else "no window above")
+    # Rows sorted in registers (rows of 2-16 keys; longer rows go one at a time through the
+    # paths above) compared as floats besides the window, which stands for 1-D sorts: rows of n
+    # float32 / float64 values of both signs, the window off, every row on float compares (knob
+    # BIG) against none (0), one thread. Only where the window leaves some of those row lengths
+    # of either width to the integer keys.
+    knob = "sort_float_rows_max"
+    if want(knob):
+        lengths = (2, 3, 4, 5, 7, 8, 9, 12, 15, 16)
+        covered = all(0 < rt.get_tuning(f"sort_float_min_{w}") <= 9 and
+                      rt.get_tuning(f"sort_float_max_{w}") >= lengths[-1] for w in (32, 64))
+        if engine not in ("avx512", "avx2"):
+            note(knob, 0, "no float comparisons on this engine")
+        elif covered:
+            note(knob, 0, "the float window already holds every row length sorted in registers "
+                          f"(2-{lengths[-1]} keys) for both widths")
+        else:
+            per = []
+            for w in (32, 64):
+                off = {f"sort_float_min_{w}": 0}
+                pts = []
+                for n in lengths:
+                    a = rng.standard_normal(max(n, args.total // n * n)).astype(f"float{w}")
+                    a[a == 0] = 1.0
+                    mat = a.reshape(-1, n)
+                    t_float, t_int = compare(lambda: kwker.sort(mat, axis=1, threads=1),
+                                             {knob: BIG, **off}, {knob: 0, **off})
+                    pts.append((n, t_int / t_float))
+                log(f"    rows of float{w} as floats: " + fmt(pts))
+                per.append(pts)
+            worst = [(n, min(p[i][1] for p in per)) for i, n in enumerate(lengths)]
+            note(knob, largest_winning(worst),
+                 "integer keys/float compares, rows of n in registers (worse of float32, "
+                 "float64): " + fmt(worst))
     kwker.set_isa(None)
     return res
 

@@ -248,6 +248,28 @@ template <class Codec> bool floats_as_floats(size_t n) {
   return false;
 }
 
+// Whether rows of g keys sorted in registers (rows of 2-16 keys; g the padded length) compare
+// float values as floats: inside the float window, as sorts of g keys do, or up to the
+// sort_float_rows_max knob besides it. They differ on Intel cores, where the window leaves 1-D
+// sorts of up to 32 float64 keys and every float32 sort to the integer keys (float compares
+// there: 1-D sorts of 9-32 keys 0.92-0.97x, rows of 20-64, sorted one at a time, 0.89-0.96x),
+// while the rows in registers gain (avx512 engine, Xeon with AMX, one thread, knob alternating
+// in one process: float32 rows of 2-8 2.1-2.6x, 9 / 16 1.30x / 1.55x; float64 rows of 2-8
+// 1.5-2.1x, 9 / 16 1.46x / 1.52x). Only from kFloatRowsMinKeys keys in all (rows x g): a call of
+// a few rows is one network's latency, where the float min / max are slower (rows of 4 / 16:
+// 1-8 rows 0.93-1.04x, 16 rows 0.99x / 1.12x, 64 rows 1.19-1.33x).
+constexpr size_t kFloatRowsMinKeys = 256;
+template <class Codec> bool rows_as_floats(size_t g, size_t rows) {
+  if (floats_as_floats<Codec>(g < 9 ? 9 : g)) return true;
+#if defined(__AVX512F__) || defined(__AVX2__)
+  if constexpr (Codec::kNanPayload && float_ops_for<typename Codec::T>())
+    return g <= size_t(tuned(tune::kSortFloatRowsMax)) && rows * g >= kFloatRowsMinKeys &&
+           float_compares_exact();
+#endif
+  (void)rows;
+  return false;
+}
+
 #if defined(__AVX2__) && !defined(__AVX512F__)
 // int64 values sorted as doubles on AVX2, which has no 64-bit integer min / max (an int64
 // compare-exchange is a vpcmpgtq and two blends, a float64 one a vminpd and a vmaxpd). x maps to
@@ -437,7 +459,7 @@ size_t sort_rows_in_lanes(const Codec c, const typename Codec::T *src, typename 
     // NaN or -0.0 is left to the caller. The window's lower bound (9 keys where it is lowest)
     // stands for the scalar networks below it, which rows in registers never take: rows of 8
     // go by the window at 9 (AVX2 float64 rows of 8: 1.29 -> 0.42 ns/el).
-    if (c.flip == 0 && floats_as_floats<Codec>(G < 9 ? 9 : G)) {
+    if (c.flip == 0 && rows_as_floats<Codec>(G, rows)) {
       using F = typename std::conditional<sizeof(Key) == 4, float, double>::type;
       using FS = vq::FOps<F>;
       const F *fs = reinterpret_cast<const F *>(src);
@@ -625,7 +647,7 @@ size_t sort_rows_padded_in_lanes(const Codec c, const typename Codec::T *src,
   size_t r = 0;
 #if defined(__AVX512F__) || defined(__AVX2__)
   if constexpr (Codec::kNanPayload && float_ops_for<typename Codec::T>()) {
-    if (c.flip == 0 && floats_as_floats<Codec>(G < 9 ? 9 : G)) {  // as in sort_rows_in_lanes
+    if (c.flip == 0 && rows_as_floats<Codec>(G, rows)) {
       using F = typename std::conditional<sizeof(Key) == 4, float, double>::type;
       using FS = vq::FOps<F>;
       using FV = typename FS::V;
@@ -685,7 +707,7 @@ size_t sort_rows_two_in_lanes(const Codec c, const typename Codec::T *src,
   size_t r = 0;
 #if defined(__AVX512F__) || defined(__AVX2__)
   if constexpr (Codec::kNanPayload && float_ops_for<typename Codec::T>()) {
-    if (c.flip == 0 && floats_as_floats<Codec>(N < 9 ? 9 : N)) {  // as sort_rows_in_lanes
+    if (c.flip == 0 && rows_as_floats<Codec>(N, rows)) {
       using F = typename std::conditional<sizeof(Key) == 4, float, double>::type;
       using FS = vq::FOps<F>;
       using FV = typename FS::V;

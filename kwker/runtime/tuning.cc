@@ -16,7 +16,8 @@ const char *const kKnobNames[kKnobCount] = {
     "count16_sort_min",       "count16_argsort_min",    "radix64_argsort_max_bits",
     "sort_float_min_32",      "sort_float_min_64",      "sort_float_max_32",
     "sort_float_max_64",      "sort_float_pair_min_32", "sort_float_pair_min_64",
-    "sort16_compress_min",    "radix64_argsort_min",    "radix32_pairs_min"};
+    "sort16_compress_min",    "radix64_argsort_min",    "radix32_pairs_min",
+    "sort_float_rows_max"};
 
 // From the one CPUID reader the dispatch and the doctor use (a function-local static, so safe
 // to call during static initialisation).

@@ -56,6 +56,11 @@ enum Knob : int {
   // Stable argsorts and pair sorts of 32-bit integer keys take the 8-bit LSD radix
   // (core/radix-inl.h) from this many keys (up to 2^21); 0: never.
   kRadix32PairsMin,
+  // Rows sorted in registers (rows of 2-16 keys, core/coded-inl.h) compare float32 / float64
+  // values as floats up to this many keys a row (its padded length) besides the float window
+  // above, which stands for 1-D sorts (and for longer rows, sorted one at a time); 0: the window
+  // alone decides.
+  kSortFloatRowsMax,
   kKnobCount
 };
 

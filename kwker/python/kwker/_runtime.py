@@ -133,7 +133,7 @@ TUNING_KNOBS = (
     "count16_argsort_min", "radix64_argsort_max_bits", "sort_float_min_32",
     "sort_float_min_64", "sort_float_max_32", "sort_float_max_64", "sort_float_pair_min_32",
     "sort_float_pair_min_64", "sort16_compress_min", "radix64_argsort_min",
-    "radix32_pairs_min")
+    "radix32_pairs_min", "sort_float_rows_max")
 
 
 def get_tuning(name):
@@ -148,13 +148,16 @@ def set_tuning(name, value):
 
 @contextlib.contextmanager
 def tuning(**knobs):
-    """Override knobs inside a with-block; the defaults come back afterwards."""
+    """Override knobs inside a with-block; the defaults come back afterwards. An unknown knob
+    or a bad value raises before the block runs, with the knobs set before it restored."""
+    done = []
     try:
         for name, value in knobs.items():
             set_tuning(name, value)
+            done.append(name)
         yield
     finally:
-        for name in knobs:
+        for name in done:
             set_tuning(name, None)
 
 

@@ -208,7 +208,7 @@ void test_knob_boundaries() {
                          "sort_tiny_max",          "argsort_tiny_max",       "presorted_min",
                          "sort_float_min_32",      "sort_float_min_64",      "sort_float_max_32",
                          "sort_float_max_64",      "sort_float_pair_min_32", "sort_float_pair_min_64",
-                         "sort16_compress_min"};
+                         "sort16_compress_min",    "sort_float_rows_max"};
   for (const char *e : g_engines) {
     kwker_set_isa(e);
     std::vector<int64_t> sizes;
@@ -405,7 +405,8 @@ void test_few_distinct() {
 // engine has them): finite values with denormals, both infinities, +0.0 and ties, so that the
 // float path is taken; then one -0.0 or one NaN among them (both must send the call back to the
 // integer keys) and MXCSR's DAZ bit set (float comparisons would read denormals as zero). Each
-// with the knob at its default, forced down to 2 keys, and off.
+// with the knobs at their defaults, forced down to 2 keys, and off; and with the window off but
+// sort_float_rows_max covering every row, so that rows alone compare as floats.
 std::vector<uint8_t> plain_floats(int dtype, int64_t n, uint64_t seed, int special, bool last = false) {
   const int w = dtype_size(dtype);
   std::vector<uint8_t> out(size_t(n * w));
@@ -445,12 +446,14 @@ void test_float_compares() {
   const int64_t sizes[] = {2,  3,  8,  9,  15,  16,  17,  31,  33,  64,  65,  100,   127,
                            128, 129, 200, 255, 256, 257, 300, 511, 512, 513, 1000, 4099, 150001};
   for (int dtype : {KWKER_FLOAT32, KWKER_FLOAT64})
-    for (int pass = 0; pass < 4; ++pass) {  // default knobs, forced on, off, DAZ set
+    for (int pass = 0; pass < 5; ++pass) {  // default knobs, forced on, off, DAZ set, rows only
       const bool f32 = dtype == KWKER_FLOAT32;
       kwker_set_tuning(f32 ? "sort_float_min_32" : "sort_float_min_64",
-                       pass == 1 || pass == 3 ? 2 : pass == 2 ? 0 : -1);
+                       pass == 1 || pass == 3 ? 2 : pass == 2 || pass == 4 ? 0 : -1);
       kwker_set_tuning(f32 ? "sort_float_max_32" : "sort_float_max_64",
                        pass == 1 || pass == 3 ? int64_t(1) << 40 : -1);
+      kwker_set_tuning("sort_float_rows_max",
+                       pass == 2 ? 0 : pass == 3 || pass == 4 ? int64_t(1) << 40 : -1);
       const unsigned csr = _mm_getcsr();
       if (pass == 3) _mm_setcsr(csr | 0x40u);
       for (int64_t n : sizes)
@@ -480,16 +483,18 @@ void test_float_compares() {
               check(rc == KWKER_OK && in.intact() &&
                         kwker::ref::values_equal(dtype, in.data(), want.data(), n),
                     "sort in place");
-              if (n <= 1000) {
-                std::vector<uint8_t> rows = plain_floats(dtype, 3 * n, uint64_t(n), special, last);
-                RowRef rw(dtype, rows, 3, n, flags);
-                check_rows_now(dtype, rows, 3, n, flags, rw, 1);
+              if (n <= 1000) {  // rows of up to 16 keys: enough of them for the float rows
+                const int64_t nr = n <= 16 ? 40 : 3;  // (rows_as_floats: 256 keys in all)
+                std::vector<uint8_t> rows = plain_floats(dtype, nr * n, uint64_t(n), special, last);
+                RowRef rw(dtype, rows, nr, n, flags);
+                check_rows_now(dtype, rows, nr, n, flags, rw, 1);
               }
             }
           }
       _mm_setcsr(csr);
       kwker_set_tuning(f32 ? "sort_float_min_32" : "sort_float_min_64", -1);
       kwker_set_tuning(f32 ? "sort_float_max_32" : "sort_float_max_64", -1);
+      kwker_set_tuning("sort_float_rows_max", -1);
     }
 }
 

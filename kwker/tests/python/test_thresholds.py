@@ -105,6 +105,17 @@ def test_knob_errors_name_the_knob():
         _runtime.set_tuning("sort_tiny_max", -5)
 
 
+def test_tuning_block_with_a_bad_knob_raises_that_error_and_restores_the_rest():
+    """The with-block's bad knob is the one error raised (restoring it again used to raise a
+    second error over the first), and the knobs set before it come back to their defaults."""
+    before = _runtime.get_tuning("sort_tiny_max")
+    with pytest.raises(ValueError, match="unknown knob 'bogus'") as err:
+        with _runtime.tuning(sort_tiny_max=before + 1, bogus=3):
+            pytest.fail("the block must not run")
+    assert err.value.__context__ is None
+    assert _runtime.get_tuning("sort_tiny_max") == before
+
+
 def _knob_enum_names():
     """runtime/tuning.h's Knob enumerators (kSortNetwork16, ...) by knob name, in the order the
     library numbers both."""
