@@ -389,14 +389,85 @@ bool counting_scatter_parallel(CallCtx &ctx, const Codec c, const typename Codec
   return true;
 }
 
+// The stable argsort of 64-bit keys whose offsets from base (the smallest key) span at most
+// range_bits <= 11 bits: one count and one scatter, both straight from src (no key or index
+// buffers). Each thread works its chunk as kLanes interleaved sub-chunks with counters of their
+// own, so that a run of one key does not chain every increment and every slot through one
+// counter; the sub-chunks' slots follow each other in index order inside each bucket, which
+// keeps the order stable. (The general path below wrote 12 bytes of key and index per key and
+// counted them on one thread first: int64 keys of 8-10 bits on two threads, Xeon with AMX,
+// 3e6 keys 14.8-22.3 ms, where the packed quicksort took 10-17.)
+template <class Codec>
+bool radix_argsort64_one_digit(CallCtx &ctx, const typename Codec::T *src, size_t n, int64_t *out,
+                               const Codec c, uint64_t base, int range_bits) {
+  constexpr int kLanes = 4;
+  const size_t nb = size_t(1) << (range_bits > 0 ? range_bits : 0);
+  int T = ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets;
+  if (T < 1 || n < (size_t(1) << 16)) T = 1;
+  const int parts = T * kLanes;
+  Scratch<uint32_t> hist(size_t(parts) * nb);  // n < 2^32 (the caller's bound)
+  if (!hist) return false;
+  auto key = [c, src, base](size_t i) {
+    return size_t((uint64_t(c.enc(src[i])) ^ (uint64_t(1) << 63)) - base);
+  };
+  // Thread t's sub-chunks are parts t * kLanes .. + kLanes - 1 of [0, n), in index order.
+  auto lanes = [&](int t, size_t *b, size_t *e) {
+    size_t m = ~size_t(0);
+    for (int l = 0; l < kLanes; ++l) {
+      b[l] = chunk_begin(n, parts, t * kLanes + l);
+      e[l] = chunk_begin(n, parts, t * kLanes + l + 1);
+      if (e[l] - b[l] < m) m = e[l] - b[l];
+    }
+    return m;
+  };
+  auto count = [&](int t) {
+    uint32_t *h = hist.ptr + size_t(t) * kLanes * nb;
+    memset(h, 0, kLanes * nb * sizeof(uint32_t));
+    size_t b[kLanes], e[kLanes];
+    const size_t m = lanes(t, b, e);
+    for (size_t j = 0; j < m; ++j)
+#pragma GCC unroll 4
+      for (int l = 0; l < kLanes; ++l) ++h[size_t(l) * nb + key(b[l] + j)];
+    for (int l = 0; l < kLanes; ++l)
+      for (size_t i = b[l] + m; i < e[l]; ++i) ++h[size_t(l) * nb + key(i)];
+  };
+  parallel_tasks(ctx, T, count);
+  uint32_t pos = 0;  // each (part, bucket)'s first slot, bucket by bucket, parts in index order
+  for (size_t k = 0; k < nb; ++k)
+    for (int p = 0; p < parts; ++p) {
+      uint32_t &slot = hist.ptr[size_t(p) * nb + k];
+      const uint32_t cnt = slot;
+      slot = pos;
+      pos += cnt;
+    }
+  auto scatter = [&](int t) {
+    uint32_t *h = hist.ptr + size_t(t) * kLanes * nb;
+    size_t b[kLanes], e[kLanes];
+    const size_t m = lanes(t, b, e);
+    for (size_t j = 0; j < m; ++j)
+#pragma GCC unroll 4
+      for (int l = 0; l < kLanes; ++l) {
+        const size_t i = b[l] + j;
+        out[h[size_t(l) * nb + key(i)]++] = int64_t(i);
+      }
+    for (int l = 0; l < kLanes; ++l)
+      for (size_t i = b[l] + m; i < e[l]; ++i) out[h[size_t(l) * nb + key(i)]++] = int64_t(i);
+  };
+  parallel_tasks(ctx, T, scatter);
+  return true;
+}
+
 // Stable LSD radix argsort for 64-bit keys (n < 2^32). 11-bit digits; digits on which every
 // key agrees are skipped, so small-range data costs few passes. Parallel per pass: each
-// thread counts and scatters its own chunk into disjoint output slots.
+// thread counts and scatters its own chunk into disjoint output slots. A range of one digit
+// takes radix_argsort64_one_digit.
 // Returns false when scratch is refused.
 template <class Codec>
 bool radix_argsort64(CallCtx &ctx, const typename Codec::T *src, size_t n, int64_t *out,
                      const Codec c, uint64_t base = 0, int range_bits = 64) {
   constexpr int kDigitBits = 11, kMaxDigits = 6;
+  if (range_bits <= kDigitBits && n < (size_t(1) << 32))
+    return radix_argsort64_one_digit(ctx, src, n, out, c, base, range_bits);
   constexpr size_t kNb = size_t(1) << kDigitBits;
   // Keys offset by the smallest (base) span range_bits bits: only the digits below that are
   // counted and cleared (a key range of 11 bits or fewer is one digit: 16 KiB of counters, not

@@ -17,8 +17,8 @@ namespace KWKER_ENGINE_NS {
 // 32-bit integer radix argsort / pair sort min; float rows in registers compared as floats up to.
 #if defined(__AVX512F__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
-    512, 256, 128, 513, 1024, 257, 512, 129, 256, 192, 128, 128, 7, 8, 256, 200000, 65537, 10,
-    9, 9, 256, 64, 0, 0, 1025, 300000, 0, 0};
+    512, 256, 128, 513, 1024, 257, 512, 129, 256, 192, 128, 128, 7, 8, 256, 200000, 65537, 11,
+    9, 9, 256, 64, 0, 0, 1025, 2000, 0, 0};
 // Intel cores measured differently where a network's min / max become float comparisons: a
 // 512-bit vminps / vminpd has a longer latency there than the integer forms, while AMD's Zen
 // cores run the float forms faster on short networks (thresholds.md, "avx512 on Intel" and
@@ -35,7 +35,7 @@ constexpr int64_t kIntelDefaults[][2] = {{tune::kSortFloatMin32, 0},
 #elif defined(__AVX2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     256, 128, 64, 257, 512, 129, 256, 112, 128, 128, 32, 64, 7, 7, 256, 60000, 65537, 11,
-    9, 9, 256, 128, 129, 65, 0, 2000, 50000, 0};
+    9, 9, 256, 128, 129, 65, 0, 1000, 50000, 0};
 // On Intel cores the two paths these knobs enable lose at every size (thresholds.md, "avx2 on
 // Intel"): the 32-bit argsort network packs (key << 32 | index) and compares 64-bit lanes, a
 // vpcmpgtq and two blends per compare-exchange, where the 32-bit words' path that replaces it
@@ -46,7 +46,7 @@ constexpr int64_t kIntelDefaults[][2] = {{tune::kArgsortNetwork32, 0},
 #elif defined(__SSE4_2__)
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     128, 64, 32, 129, 256, 128, 128, 0, 0, 64, 32, 32, 7, 7, 256, 30000, 30000, 22, 0, 0, 0, 0,
-    0, 0, 0, 1000, 2049, 0};
+    0, 0, 0, 500, 2049, 0};
 #else
 constexpr int64_t kTuningDefaults[tune::kKnobCount] = {
     16, 16, 16, 0, 0, 0, 0, 0, 0, 16, 16, 16, 8, 8, 16384, 10000, 10000, 22, 0, 0, 0, 0, 0, 0, 0,

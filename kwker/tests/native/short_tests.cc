@@ -315,11 +315,12 @@ void test_packed64() {
       }
   }
   // The radix counts only the 11-bit digits its key range spans: ranges ending on either side
-  // of a digit boundary, above an arbitrary smallest key, at every size from a few keys.
+  // of a digit boundary, above an arbitrary smallest key, at every size from a few keys (one
+  // digit: four interleaved sub-chunks a thread, some empty at 3 keys, uneven at 150,001).
   kwker_set_tuning("radix64_argsort_max_bits", 64);
   kwker_set_tuning("radix64_argsort_min", 0);
   for (int bits : {0, 1, 10, 11, 12, 21, 22, 23, 33, 34, 44, 55, 63})
-    for (int64_t n : {3, 100, 2500, 70000}) {
+    for (int64_t n : {3, 100, 2500, 70000, 150001}) {
       std::vector<uint8_t> data(size_t(n) * 8);
       uint64_t s = uint64_t(bits) * 0x9E3779B97F4A7C15ull + uint64_t(n);
       const uint64_t base = (s >> 3) * 0x2545F4914F6CDD1Dull >> 2;  // any smallest key
