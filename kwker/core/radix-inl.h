@@ -20,8 +20,8 @@ template <class K> inline size_t key_bucket(K k) {
 // Per-thread counts (parts tables of nb buckets, thread t's at cnt + t * nb) replaced by each
 // (thread, bucket)'s first output slot: the keys of smaller buckets, then those of the same
 // bucket in earlier threads' chunks, so a stable scatter of each chunk lands in order.
-inline void bucket_thread_offsets(size_t *cnt, size_t nb, int parts) {
-  size_t pos = 0;
+template <class C> inline void bucket_thread_offsets(C *cnt, size_t nb, int parts) {
+  C pos = 0;
   for (size_t b = 0; b < nb; ++b)
     for (int t = 0; t < parts; ++t) {
       const size_t m = cnt[size_t(t) * nb + b];
@@ -432,14 +432,7 @@ bool radix_argsort64_one_digit(CallCtx &ctx, const typename Codec::T *src, size_
       for (size_t i = b[l] + m; i < e[l]; ++i) ++h[size_t(l) * nb + key(i)];
   };
   parallel_tasks(ctx, T, count);
-  uint32_t pos = 0;  // each (part, bucket)'s first slot, bucket by bucket, parts in index order
-  for (size_t k = 0; k < nb; ++k)
-    for (int p = 0; p < parts; ++p) {
-      uint32_t &slot = hist.ptr[size_t(p) * nb + k];
-      const uint32_t cnt = slot;
-      slot = pos;
-      pos += cnt;
-    }
+  bucket_thread_offsets(hist.ptr, nb, parts);  // parts in index order, as the threads' chunks
   auto scatter = [&](int t) {
     uint32_t *h = hist.ptr + size_t(t) * kLanes * nb;
     size_t b[kLanes], e[kLanes];
