@@ -190,17 +190,13 @@ bool counting_pairs(const Codec c, const typename Codec::T *src, size_t n,
   }
   KeyCounts<Codec> counts(c, src, n);
   if (!counts) return false;
-  size_t *start = counts.cnt.ptr, pos = 0;
-  for (size_t b = 0; b < KeyCounts<Codec>::kBuckets; ++b) {
-    const size_t m = start[b];
-    start[b] = pos;
-    pos += m;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const size_t d = start[key_bucket(c.enc(src[i]))]++;
+  size_t *start = counts.cnt.ptr;
+  bucket_thread_offsets(start, KeyCounts<Codec>::kBuckets, 1);
+  for_each_counter(c, src, 0, n, start, [&](size_t i, size_t &slot) {
+    const size_t d = slot++;
     vals[d] = src[i];
     idx[d] = int64_t(i);
-  }
+  });
   return true;
 }
 

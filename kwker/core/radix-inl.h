@@ -280,12 +280,8 @@ bool counting_argsort(const typename Codec::T *src, size_t n, int64_t *out, cons
   }
   KeyCounts<Codec> counts(c, src, n);
   if (!counts) return false;
-  size_t *start = counts.cnt.ptr, pos = 0;
-  for (size_t b = 0; b < KeyCounts<Codec>::kBuckets; ++b) {
-    size_t m = start[b];
-    start[b] = pos;
-    pos += m;
-  }
+  size_t *start = counts.cnt.ptr;
+  bucket_thread_offsets(start, KeyCounts<Codec>::kBuckets, 1);
   for_each_counter(c, src, 0, n, start, [out](size_t i, size_t &s) { out[s++] = int64_t(i); });
   return true;
 }
@@ -451,41 +447,31 @@ bool radix_argsort64_one_digit(CallCtx &ctx, const typename Codec::T *src, size_
   auto key = [c, src, base](size_t i) {
     return size_t((uint64_t(c.enc(src[i])) ^ (uint64_t(1) << 63)) - base);
   };
-  // Thread t's sub-chunks are parts t * kLanes .. + kLanes - 1 of [0, n), in index order.
-  auto lanes = [&](int t, size_t *b, size_t *e) {
-    size_t m = ~size_t(0);
+  // f(l, i) for each key i of thread t's sub-chunks (parts t * kLanes .. + kLanes - 1 of
+  // [0, n), in index order), key j of every sub-chunk in turn, then the longer ones' tails.
+  auto visit = [&](int t, auto &&f) {
+    size_t b[kLanes], e[kLanes], m = ~size_t(0);
     for (int l = 0; l < kLanes; ++l) {
       b[l] = chunk_begin(n, parts, t * kLanes + l);
       e[l] = chunk_begin(n, parts, t * kLanes + l + 1);
       if (e[l] - b[l] < m) m = e[l] - b[l];
     }
-    return m;
+    for (size_t j = 0; j < m; ++j)
+#pragma GCC unroll 4
+      for (int l = 0; l < kLanes; ++l) f(l, b[l] + j);
+    for (int l = 0; l < kLanes; ++l)
+      for (size_t i = b[l] + m; i < e[l]; ++i) f(l, i);
   };
   auto count = [&](int t) {
     uint32_t *h = hist.ptr + size_t(t) * kLanes * nb;
     memset(h, 0, kLanes * nb * sizeof(uint32_t));
-    size_t b[kLanes], e[kLanes];
-    const size_t m = lanes(t, b, e);
-    for (size_t j = 0; j < m; ++j)
-#pragma GCC unroll 4
-      for (int l = 0; l < kLanes; ++l) ++h[size_t(l) * nb + key(b[l] + j)];
-    for (int l = 0; l < kLanes; ++l)
-      for (size_t i = b[l] + m; i < e[l]; ++i) ++h[size_t(l) * nb + key(i)];
+    visit(t, [&](int l, size_t i) { ++h[size_t(l) * nb + key(i)]; });
   };
   parallel_tasks(ctx, T, count);
   bucket_thread_offsets(hist.ptr, nb, parts);  // parts in index order, as the threads' chunks
   auto scatter = [&](int t) {
     uint32_t *h = hist.ptr + size_t(t) * kLanes * nb;
-    size_t b[kLanes], e[kLanes];
-    const size_t m = lanes(t, b, e);
-    for (size_t j = 0; j < m; ++j)
-#pragma GCC unroll 4
-      for (int l = 0; l < kLanes; ++l) {
-        const size_t i = b[l] + j;
-        out[h[size_t(l) * nb + key(i)]++] = int64_t(i);
-      }
-    for (int l = 0; l < kLanes; ++l)
-      for (size_t i = b[l] + m; i < e[l]; ++i) out[h[size_t(l) * nb + key(i)]++] = int64_t(i);
+    visit(t, [&](int l, size_t i) { out[h[size_t(l) * nb + key(i)]++] = int64_t(i); });
   };
   parallel_tasks(ctx, T, scatter);
   return true;
