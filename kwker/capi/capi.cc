@@ -99,20 +99,23 @@ void prefault_output(void *p, int64_t bytes, int threads) {
 
 // share: the call's mark in the table of Kwker processes sharing the CPUs (runtime/cpu_share.h),
 // which may leave a parallel call fewer threads while other Kwker processes are busy.
-CallCtx make_ctx(int threads, int64_t work, rt::SharedCall &share) {
+// min_work: where the call's kind goes parallel (rows and segments sooner: engine.h).
+CallCtx make_ctx(int threads, int64_t work, rt::SharedCall &share, int64_t min_work) {
   // Small calls never go parallel, so they skip the budget query (an affinity syscall).
-  if (work < kParallelMinElements) return CallCtx{1, g_algos.load(), 1};
+  if (work < min_work) return CallCtx{1, g_algos.load(), 1};
   int budget = rt::thread_budget();
   int t = threads == 0 ? budget : (threads < budget ? threads : budget);
   return CallCtx{share.begin(t < 1 ? 1 : t, budget), g_algos.load(), 1};
 }
 
 // Runs one engine call with the selected engine; converts any C++ failure into a status.
-template <class F> int run(const char *fn, int dtype, F &&f, int threads, int64_t work) {
+template <class F>
+int run(const char *fn, int dtype, F &&f, int threads, int64_t work,
+        int64_t min_work = kParallelMinElements) {
   try {
     int eid = current_engine();
     rt::SharedCall share;
-    CallCtx ctx = make_ctx(threads, work, share);
+    CallCtx ctx = make_ctx(threads, work, share, min_work);
     int rc = f(engine_table(eid), ctx);
     if (rc == KWKER_E_DTYPE)
       return set_error(rc, "%s: dtype %s is not supported by this operation", fn,
@@ -215,7 +218,7 @@ KWKER_API int kwker_sort_rows_copy(int dtype, const void *src, void *dst, int64_
   return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
     if (dst != src) prefault_output(dst, rows * cols * kItemSize[dtype], ctx.threads);
     return e.sort_segments(ctx, dtype, src, dst, segs, flags);
-  }, threads, rows * cols);
+  }, threads, rows * cols, rows_parallel_min(cols));
 }
 
 KWKER_API int kwker_sort_rows(int dtype, void *data, int64_t rows, int64_t cols, unsigned flags,
@@ -234,7 +237,7 @@ KWKER_API int kwker_argsort_rows(int dtype, const void *data, int64_t rows, int6
   Segments segs{nullptr, cols == 0 ? 0 : rows, cols};
   return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
     return e.argsort_segments(ctx, dtype, data, segs, out, flags, true);
-  }, threads, rows * cols);
+  }, threads, rows * cols, rows_parallel_min(cols));
 }
 
 KWKER_API int kwker_sort_segments(int dtype, void *data, int64_t n, const int64_t *offsets,
@@ -247,7 +250,7 @@ KWKER_API int kwker_sort_segments(int dtype, void *data, int64_t n, const int64_
   Segments segs{offsets, noffsets > 0 ? noffsets - 1 : 0, 0};
   return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
     return e.sort_segments(ctx, dtype, data, data, segs, flags);
-  }, threads, n);
+  }, threads, n, rows_parallel_min(0, true));
 }
 
 KWKER_API int kwker_argsort_segments(int dtype, const void *data, int64_t n,
@@ -266,7 +269,7 @@ KWKER_API int kwker_argsort_segments(int dtype, const void *data, int64_t n,
   Segments segs{offsets, noffsets > 0 ? noffsets - 1 : 0, 0};
   return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
     return e.argsort_segments(ctx, dtype, data, segs, out, flags, false);
-  }, threads, n);
+  }, threads, n, rows_parallel_min(0, true));
 }
 
 KWKER_API int kwker_topk_rows(int dtype, const void *data, int64_t rows, int64_t cols, int64_t k,
@@ -374,7 +377,7 @@ KWKER_API int kwker_sort_pairs_rows(int dtype, const void *src, void *vals, int6
     if (vals) prefault_output(vals, rows * cols * kItemSize[dtype], ctx.threads);
     prefault_output(idx, rows * cols * 8, ctx.threads);
     return e.sort_pairs_segments(ctx, dtype, src, vals, idx, segs, flags);
-  }, threads, rows * cols);
+  }, threads, rows * cols, rows_parallel_min(cols));
 }
 
 KWKER_API int kwker_kth_rows(int dtype, const void *data, int64_t rows, int64_t cols,

@@ -915,8 +915,9 @@ void for_segments(CallCtx &ctx, const Segments &segs, Body body) {
   int64_t total = segs.end(segs.count - 1) - segs.begin(0);
   if (total <= 0) return;
   int T = ctx.threads;
-  bool par = on(ctx, KWKER_ALGO_PARALLEL) && T > 1 && size_t(total) >= kParallelMin &&
-             segs.count > 1;
+  const bool ragged = segs.offsets != nullptr;
+  bool par = on(ctx, KWKER_ALGO_PARALLEL) && T > 1 && segs.count > 1 &&
+             total >= rows_parallel_min(segs.row_len, ragged);
   if (!par) {
     // One segment (torch.sort of a 1-D tensor, a single row) gets the call's threads: its own
     // algorithm decides from its size whether a second thread pays.
@@ -1139,7 +1140,7 @@ inline int e_argsort(CallCtx &ctx, int dtype, const void *data, int64_t n, int64
 template <class Codec, size_t G>
 void sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                      typename Codec::T *dst, size_t rows) {
-  const int parts = want_parallel(ctx, rows * G) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  const int parts = want_parallel_rows(ctx, rows * G, G) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
   auto task = [&](int t) {
     size_t r = chunk_begin(rows, parts, t);
     const size_t end = chunk_begin(rows, parts, t + 1);
@@ -1158,7 +1159,7 @@ void sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
 template <class Codec, size_t N>
 void sort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                       typename Codec::T *dst, size_t rows) {
-  const int parts = want_parallel(ctx, rows * N) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  const int parts = want_parallel_rows(ctx, rows * N, N) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
   auto task = [&](int t) {
     size_t r = chunk_begin(rows, parts, t);
     const size_t end = chunk_begin(rows, parts, t + 1);
@@ -1180,7 +1181,7 @@ void sort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src,
 template <class Codec, size_t N>
 void argsort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t rows,
                          int64_t *out) {
-  const int parts = want_parallel(ctx, rows * N) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  const int parts = want_parallel_rows(ctx, rows * N, N) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
   auto task = [&](int t) {
     size_t r = chunk_begin(rows, parts, t);
     const size_t end = chunk_begin(rows, parts, t + 1);
@@ -1292,7 +1293,7 @@ inline int e_sort_segments(CallCtx &ctx, int dtype, const void *src, void *dst,
 template <class Codec, size_t G>
 void argsort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t rows,
                         int64_t *out) {
-  const int parts = want_parallel(ctx, rows * G) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  const int parts = want_parallel_rows(ctx, rows * G, G) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
   auto task = [&](int t) {
     size_t r = chunk_begin(rows, parts, t);
     const size_t end = chunk_begin(rows, parts, t + 1);

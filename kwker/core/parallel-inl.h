@@ -68,6 +68,11 @@ inline bool on(const CallCtx &ctx, unsigned algo) { return (ctx.algos & algo) !=
 inline bool want_parallel(const CallCtx &ctx, size_t n) {
   return on(ctx, KWKER_ALGO_PARALLEL) && ctx.threads > 1 && n >= kParallelMin;
 }
+// Rows of len keys, n in all (engine.h's rows_parallel_min).
+inline bool want_parallel_rows(const CallCtx &ctx, size_t n, size_t len) {
+  return on(ctx, KWKER_ALGO_PARALLEL) && ctx.threads > 1 &&
+         int64_t(n) >= rows_parallel_min(int64_t(len));
+}
 // Threads for one linear pass over n elements (its own, higher break-even: engine.h).
 inline int pass_parts(const CallCtx &ctx, size_t n) {
   if (!want_parallel(ctx, n) || n < size_t(kParallelPassMinElements)) return 1;

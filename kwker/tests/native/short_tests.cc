@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/engine.h"
 #include "dispatch/reference.h"
 #include "kwker/kwker.h"
 #include "tests/native/harness.h"
@@ -140,6 +141,19 @@ void test_row_lengths() {
         }
 }
 
+// One matrix of rows x cols keys on two threads, on every engine, against the reference.
+void check_rows_threads(int dtype, int dist, int64_t rows, int64_t cols, unsigned flags,
+                        uint64_t seed) {
+  std::vector<uint8_t> data = kwker::ref::generate(dtype, dist, rows * cols, seed);
+  RowRef want(dtype, data, rows, cols, flags);
+  for (const char *e : g_engines) {
+    kwker_set_isa(e);
+    g_where = std::string(e) + " " + label(dtype, dist, rows * cols, flags) +
+              " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " threads=2";
+    check_rows_now(dtype, data, rows, cols, flags, want, 2);
+  }
+}
+
 // Rows of 3-8, 12 and 15 keys (padded to 4, 8 or 16 lanes in registers, or a row in two
 // registers, whose loads and stores reach past the rows they hold) in calls large enough to
 // split over two threads: a thread's last rows, the split between threads and the tail of the
@@ -149,18 +163,22 @@ void test_padded_rows_threads() {
   for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype)
     for (int64_t cols : {3, 4, 5, 6, 7, 8, 12, 15})
       for (int dist : {int(kwker::ref::kSpecials), int(kwker::ref::kFewDistinct)})
-        for (unsigned flags = 0; flags < 4; ++flags) {
-          const int64_t rows = kParallelRows / cols | 1;
-          std::vector<uint8_t> data = kwker::ref::generate(dtype, dist, rows * cols, 7 + cols);
-          RowRef want(dtype, data, rows, cols, flags);
-          for (const char *e : g_engines) {
-            kwker_set_isa(e);
-            g_where = std::string(e) + " " + label(dtype, dist, rows * cols, flags) +
-                      " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) +
-                      " threads=2";
-            check_rows_now(dtype, data, rows, cols, flags, want, 2);
-          }
-        }
+        for (unsigned flags = 0; flags < 4; ++flags)
+          check_rows_threads(dtype, dist, kParallelRows / cols | 1, cols, flags, 7 + cols);
+}
+
+// Rows split over two threads from far fewer keys than 1-D sorts (core/engine.h's
+// rows_parallel_min): calls just past and just short of each length's count, so the threads'
+// shares are a few rows of 2-1,000 keys (the same rows as explicit segments split from 32,768).
+void test_rows_split_thresholds() {
+  for (int dtype = 0; dtype < KWKER_DTYPE_COUNT; ++dtype)
+    for (int64_t cols : {2, 3, 4, 8, 16, 17, 100, 1000})
+      for (int64_t rows : {kwker::rows_parallel_min(cols) / cols + 1,
+                           kwker::rows_parallel_min(cols) / cols - 1})
+        for (unsigned flags : {0u, 3u})
+          check_rows_threads(dtype, dtype % 2 ? int(kwker::ref::kSpecials)
+                                              : int(kwker::ref::kUniform),
+                             rows, cols, flags, 11 + cols);
 }
 
 // Ragged segments of every length 0-130 in one call.
@@ -863,6 +881,7 @@ void run_short_tests() {
   test_equal_ends();
   test_row_lengths();
   test_padded_rows_threads();
+  test_rows_split_thresholds();
   test_ragged();
   test_knob_boundaries();
   test_packed64();

@@ -132,6 +132,51 @@ def test_one_large_segment_gets_the_calls_threads(indices):
         assert np.array_equal(out[1], np.argsort(a, kind="stable"))
 
 
+def _threads_used(call):
+    kwker.reset_counters()
+    out = call()
+    return out, max(c["max_threads"] for c in kwker.runtime_info()["counters"].values())
+
+
+# (row length, keys per call just past where the rows split over two threads, keys below it):
+# core/engine.h's rows_parallel_min, 131,072 key steps (keys x the bits of the row length), at
+# least 16,384 keys; 100,000 for rows of 2, as 1-D sorts.
+ROW_SPLITS = [(2, 100_000, 99_998), (4, 65_536, 60_000), (16, 32_768, 30_000),
+              (100, 18_800, 16_000), (1000, 17_000, 15_000)]
+
+
+@pytest.mark.skipif(kwker.get_max_threads() < 2, reason="this process may use one CPU only")
+@pytest.mark.parametrize("op", ["sort", "argsort"])
+@pytest.mark.parametrize("length,split,below", ROW_SPLITS)
+def test_rows_split_over_threads_from_their_work(op, length, split, below):
+    """Rows go parallel from far fewer keys than a 1-D sort (nothing to sample or merge):
+    two threads took 1.26-2.01x less time than one just past these counts (design.md), where
+    the 100,000 keys of 1-D sorts had left calls of 16,000-99,999 keys on one thread."""
+    rng = np.random.default_rng(length)
+    f = getattr(kwker, op)
+    for keys, want in ((split, 2), (below, 1)):
+        m = rng.random((-(-keys // length), length)).astype(np.float32)
+        out, used = _threads_used(lambda: f(m, axis=1, threads=2))
+        assert used == want, (op, m.shape, used)
+        ref = np.sort(m, axis=1) if op == "sort" else np.argsort(m, axis=1, kind="stable")
+        assert np.array_equal(out, ref)
+
+
+@pytest.mark.skipif(kwker.get_max_threads() < 2, reason="this process may use one CPU only")
+@pytest.mark.parametrize("indices", [False, True])
+def test_ragged_segments_split_from_32768_values(indices):
+    rng = np.random.default_rng(5)
+    for n, want in ((32_768, 2), (32_000, 1)):
+        v = rng.random(n)
+        offsets = np.unique(np.concatenate(([0, n], rng.integers(0, n, n // 8))))
+        out, used = _threads_used(lambda: kwker.sort_segments(v, offsets, return_indices=indices,
+                                                              threads=2))
+        assert used == want, (n, used)
+        seg = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+        order = np.lexsort((v, seg))
+        assert np.array_equal(out[1] if indices else out, order if indices else v[order])
+
+
 PLACEMENT = r"""
 import json, os, time
 import numpy as np

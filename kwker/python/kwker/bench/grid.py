@@ -69,6 +69,31 @@ def _rows_case(op, dtype, length, axis=1):
                 n=lambda s: max(1, s.grid // length) * length, shape=shape)
 
 
+# Matrices of 16,000-70,000 keys: around where rows start splitting over the threads
+# (core/engine.h's rows_parallel_min: 131,072 key steps, keys x the bits of the row length, at
+# least 16,384 keys). Each call against NumPy and against Kwker's own one thread: two threads
+# never slower than one at any size.
+MID_ROWS = ((4, 70000), (16, 20000), (16, 70000), (100, 20000), (1000, 20000), (1000, 70000))
+MID_DTYPES = ("float32", "int16", "float64")
+
+
+def _mid_rows_case(op, dtype, length, total):
+    cid = f"grid/{op}/{dtype}/rows{length}/n{total}"
+    rows = total // length
+
+    def setup(sizes, mods):
+        m = uniform(rng_for(cid), dtype, rows * length).reshape(rows, length)
+        base = _sort_setup(op, m, 1)
+        f = getattr(kwker, op)
+        base.competitors["kwker-t1"] = lambda: f(m, axis=1, threads=1)
+        return base
+    return Case(cid, "10", dtype, f"kwker.{op}(m, axis=1)",
+                [Competitor("np", _np_desc(op, 1), 1.0),
+                 Competitor("kwker-t1", f"kwker.{op}(m, axis=1, threads=1)", 0.97)],
+                setup, n=lambda s: rows * length, shape=lambda s: f"{rows}x{length}",
+                small=True)
+
+
 def _topk_case(dtype, length, k, axis=1):
     """Top-k of rows of `length` keys (axis=1), or down columns of `length` keys (axis=0)."""
     cid = f"grid/topk/{dtype}/{'rows' if axis else 'cols'}{length}/k{k}"
@@ -171,22 +196,33 @@ def _entry_cases():
 
 def _segments_entry_case(n, with_indices):
     """One short kwker.sort_segments call (n values in segments of 1-64) against np.lexsort
-    with the segment ids prebuilt, as section 12 times it at 1e6 values."""
+    with the segment ids prebuilt, as section 12 times it at 1e6 values; from 40,000 values
+    (where segments split over the threads from 32,768) also against Kwker's one thread."""
     cid = f"grid/entry/sort_segments{'-indices' if with_indices else ''}/n{n}"
+    with_t1 = n >= 40000
 
     def setup(sizes, mods):
         rng = rng_for(cid)
         offsets, seg_ids = short_segments(rng, n)
         v = uniform(rng, "float64", int(offsets[-1]))
         if with_indices:
-            return Setup(kwker=lambda: kwker.sort_segments(v, offsets, return_indices=True),
-                         competitors={"np": lambda: np.lexsort((v, seg_ids))})
-        return Setup(kwker=lambda: kwker.sort_segments(v, offsets),
-                     competitors={"np": lambda: v[np.lexsort((v, seg_ids))]})
-    call = "kwker.sort_segments(v, offsets" + (", return_indices=True)" if with_indices else ")")
+            comps = {"np": lambda: np.lexsort((v, seg_ids))}
+            kw = lambda: kwker.sort_segments(v, offsets, return_indices=True)  # noqa: E731
+            one = lambda: kwker.sort_segments(v, offsets, return_indices=True,  # noqa: E731
+                                              threads=1)
+        else:
+            comps = {"np": lambda: v[np.lexsort((v, seg_ids))]}
+            kw = lambda: kwker.sort_segments(v, offsets)  # noqa: E731
+            one = lambda: kwker.sort_segments(v, offsets, threads=1)  # noqa: E731
+        if with_t1:
+            comps["kwker-t1"] = one
+        return Setup(kwker=kw, competitors=comps)
+    call = "kwker.sort_segments(v, offsets" + (", return_indices=True" if with_indices else "")
     desc = "np.lexsort((v, segment_ids))" + ("" if with_indices else " then v[order]")
-    return Case(cid, "11", "float64", call, [Competitor("np", desc, 1.0)], setup,
-                n=lambda s: n, small=True)
+    comps = [Competitor("np", desc, 1.0)]
+    if with_t1:
+        comps.append(Competitor("kwker-t1", call + ", threads=1)", 0.97))
+    return Case(cid, "11", "float64", call + ")", comps, setup, n=lambda s: n, small=True)
 
 
 def _np_topk_1d(a, k):
@@ -318,6 +354,8 @@ def _segments_case(dtype, with_indices):
 def grid_cases():
     cases = [_rows_case(op, dt, length)
              for dt in DTYPES for op in ("sort", "argsort") for length in ROW_LENGTHS]
+    cases += [_mid_rows_case(op, dt, length, total)
+              for dt in MID_DTYPES for op in ("sort", "argsort") for length, total in MID_ROWS]
     cases += [_rows_case(op, dt, length, axis=0)
               for dt in DTYPES for op in ("sort", "argsort") for length in COL_LENGTHS]
     cases += [_topk_case(dt, length, k) for dt in DTYPES for length, k in TOPK_ROWS]
@@ -327,7 +365,7 @@ def grid_cases():
     cases += [_small_cols_case(op, dt, r, c) for dt in DTYPES for op in ("sort", "argsort")
               for r, c in ((16, 16), (100, 10))]
     cases += _entry_cases()
-    cases += [_segments_entry_case(n, ind) for n in (100, 1000) for ind in (False, True)]
+    cases += [_segments_entry_case(n, ind) for n in (100, 1000, 40000) for ind in (False, True)]
     cases += [_segments_case(dt, ind) for dt in ("float32", "float64") for ind in (False, True)]
     cases += [_narrow_case(n) for n in NARROW_SIZES]
     cases += [_reversed_case(dt, n) for dt in ("float32", "float64", "int64")
