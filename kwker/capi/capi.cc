@@ -290,7 +290,7 @@ KWKER_API int kwker_topk_rows(int dtype, const void *data, int64_t rows, int64_t
   return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
     return e.topk_rows(ctx, dtype, data, rows, cols, k, flags, sorted != 0, out_values,
                        out_indices);
-  }, threads, rows * cols);
+  }, threads, rows * cols, select_parallel_min(rows));
 }
 
 KWKER_API int kwker_topk_cols(int dtype, const void *data, int64_t outer, int64_t rows,
@@ -397,7 +397,7 @@ KWKER_API int kwker_kth_rows(int dtype, const void *data, int64_t rows, int64_t 
   KWKER_CHECK(check_ptr(fn, "out_index", out_index, rows));
   return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
     return e.kth_rows(ctx, dtype, data, rows, cols, rank, flags, out_value, out_index);
-  }, threads, rows * cols);
+  }, threads, rows * cols, select_parallel_min(rows));
 }
 
 KWKER_API void *kwker_buffer_acquire(int64_t nbytes) {

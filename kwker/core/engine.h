@@ -17,29 +17,38 @@ constexpr int64_t kParallelMinElements = 100000;
 // (make bench-native, idle machine).
 constexpr int64_t kParallelPassMinElements = int64_t(1) << 21;
 
-// Rows and segments are split among the threads whole, with nothing to sample or merge, so a
-// second thread pays from much less than a 1-D sort's kParallelMinElements. Rows of one length:
-// from about kRowsParallelSteps key steps (keys x the bits of the row length) and at least
-// kRowsParallelMinKeys keys (rows are claimed in runs of 4K keys: fewer runs leave one thread
-// most of the work); rows of 2 keep kParallelMinElements (0.3-0.5 ns a key: two threads read
-// 0.92-0.97x one at 64,000 keys). Ragged segments: from kSegmentsParallelMinKeys keys, whatever
-// their lengths (a short segment costs its call more than its keys, so the steps undercount
-// them). Measured 2026-12-07 on the 2-vCPU Intel Xeon, two threads against one (design.md):
-// just above these thresholds rows of 3-1,000 float32 / float64 / int16 / int64 keys 1.26-2.01x
-// (avx2 engine) and 1.01-2.00x (avx512), segments of 1-8 to 1-512 keys 1.19-1.63x; at 2,000-
-// 4,000 keys two threads lose (0.44-0.99x).
+// Rows and segments are split among the threads whole, with nothing to sample or merge, so a second
+// thread pays from much less than a 1-D sort's kParallelMinElements. Rows of one length: from about
+// kRowsParallelSteps key steps (keys x the bits of the row length) and at least
+// kRowsParallelMinKeys keys (rows are claimed in runs of 4K keys: fewer runs leave one thread most
+// of the work); rows of 2 keep kParallelMinElements (0.3-0.5 ns a key: two threads read 0.92-0.97x
+// one at 64,000 keys). Ragged segments and the rows of a top-k or k-th value: from
+// kBlocksParallelMinKeys keys, whatever their lengths (a short segment costs its call more than its
+// keys). Columns keep kParallelMinElements: their blocks are whole cache lines of columns, so a
+// matrix of 33 int16 columns splits 32 + 1 (1,000 x 33 on two threads: 0.70-0.94x). Measured
+// 2026-12-07 on the 2-vCPU Intel Xeon, two threads against one (design.md): just past these
+// thresholds rows of 3-1,000 float32 / float64 / int16 / int64 keys 1.26-2.01x (avx2 engine) and
+// 1.01-2.00x (avx512), segments of 1-8 to 1-512 keys 1.19-1.63x, top-k of rows of 100-10,000 keys
+// 1.05-1.83x; at 2,000-8,000 keys two threads lose (0.44-0.99x).
 constexpr int64_t kRowsParallelSteps = 131072;
 constexpr int64_t kRowsParallelMinKeys = 16384;
-constexpr int64_t kSegmentsParallelMinKeys = 32768;
+constexpr int64_t kBlocksParallelMinKeys = 32768;
 
 // The fewest keys at which rows of len keys (or, ragged, any segments) go parallel.
 inline int64_t rows_parallel_min(int64_t len, bool ragged = false) {
-  if (ragged) return kSegmentsParallelMinKeys;
+  if (ragged) return kBlocksParallelMinKeys;
   int bits = 1;
   while (bits < 62 && (int64_t(1) << bits) < len) ++bits;
   int64_t m = kRowsParallelSteps / bits;
   if (m < kRowsParallelMinKeys) m = kRowsParallelMinKeys;
   return m < kParallelMinElements ? m : kParallelMinElements;
+}
+
+// The same for a top-k / k-th value of `rows` rows: several rows split from
+// kBlocksParallelMinKeys; one row splits its candidate pass only from kParallelMinElements
+// (a row of 10,000 keys on two threads: 0.87-0.92x).
+inline int64_t select_parallel_min(int64_t rows) {
+  return rows > 1 ? kBlocksParallelMinKeys : kParallelMinElements;
 }
 
 // Per-call context resolved by the C API from the runtime controls.

@@ -225,7 +225,8 @@ def test_before_lists_the_cases_an_older_library_cannot_serve(capsys, monkeypatc
     res = run_json(capsys, "--no-avx2-baseline", "--only", "grid/topk/float32/cols1000/k5",
                    "--only", "grid/topk/float32/rows100/k5", "--before", _installed_library())
     b = res["before"]
-    assert [r["name"] for r in b["rows"]] == ["grid/topk/float32/rows100/k5"]
+    assert [r["name"] for r in b["rows"]] == ["grid/topk/float32/rows100/k5",
+                                              "grid/topk/float32/rows100/k5/n40000"]
     assert b["not_compared_missing"] == [{"case": "grid/topk/float32/cols1000/k5",
                                           "function": "kwker_topk_cols"}]
     assert b["info"]["missing"] == ["kwker_topk_cols"]

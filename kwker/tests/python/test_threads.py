@@ -177,6 +177,21 @@ def test_ragged_segments_split_from_32768_values(indices):
         assert np.array_equal(out[1] if indices else out, order if indices else v[order])
 
 
+@pytest.mark.skipif(kwker.get_max_threads() < 2, reason="this process may use one CPU only")
+@pytest.mark.parametrize("length,k", [(100, 5), (1000, 10), (10000, 100)])
+def test_topk_rows_split_from_32768_keys(length, k):
+    """Several rows of a top-k split over the threads from 32,768 keys (1.05-1.83x on two
+    cores there); a single row keeps its own split from 100,000 (at 10,000 keys it lost)."""
+    rng = np.random.default_rng(k)
+    for rows, want in ((-(-32_768 // length), 2), (32_000 // length, 1), (1, 1)):
+        m = rng.random((rows, length))
+        (vals, idx), used = _threads_used(lambda: kwker.topk(m, k, axis=1))
+        assert used == (want if rows > 1 else 1), (m.shape, used)
+        order = np.argsort(-m, axis=1, kind="stable")[:, :k]
+        assert np.array_equal(idx, order)
+        assert np.array_equal(vals, np.take_along_axis(m, order, axis=1))
+
+
 PLACEMENT = r"""
 import json, os, time
 import numpy as np

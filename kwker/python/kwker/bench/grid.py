@@ -94,12 +94,16 @@ def _mid_rows_case(op, dtype, length, total):
                 small=True)
 
 
-def _topk_case(dtype, length, k, axis=1):
-    """Top-k of rows of `length` keys (axis=1), or down columns of `length` keys (axis=0)."""
+def _topk_case(dtype, length, k, axis=1, total=None):
+    """Top-k of rows of `length` keys (axis=1), or down columns of `length` keys (axis=0); of
+    `total` keys a call instead of the grid's (the matrices where rows split from 32,768)."""
     cid = f"grid/topk/{dtype}/{'rows' if axis else 'cols'}{length}/k{k}"
+    if total:
+        cid += f"/n{total}"
+    per_call = (lambda s: total) if total else (lambda s: s.grid)
 
     def setup(sizes, mods):
-        other = max(1, sizes.grid // length)
+        other = max(1, per_call(sizes) // length)
         m = uniform(rng_for(cid), dtype, other * length)
         m = m.reshape((other, length) if axis else (length, other))
 
@@ -113,11 +117,12 @@ def _topk_case(dtype, length, k, axis=1):
         return Setup(kwker=lambda: kwker.topk(m, k, axis=axis), competitors={"np": np_topk})
     np_desc = (f"np.argpartition(m, L - k, axis={axis}), the k values taken and sorted "
                "descending (np.take_along_axis, np.argsort)")
-    shape = ((lambda s: f"{max(1, s.grid // length)}x{length}") if axis
-             else (lambda s: f"{length}x{max(1, s.grid // length)}"))
+    shape = ((lambda s: f"{max(1, per_call(s) // length)}x{length}") if axis
+             else (lambda s: f"{length}x{max(1, per_call(s) // length)}"))
     return Case(cid, "10", dtype, f"kwker.topk(m, {k}, axis={axis})",
                 [Competitor("np", np_desc, 1.0)], setup,
-                n=lambda s: max(1, s.grid // length) * length, shape=shape)
+                n=lambda s: max(1, per_call(s) // length) * length, shape=shape,
+                small=bool(total))
 
 
 TIME_DTYPES = ("datetime64", "timedelta64")  # nanoseconds; NaT in one key of 64
@@ -359,6 +364,8 @@ def grid_cases():
     cases += [_rows_case(op, dt, length, axis=0)
               for dt in DTYPES for op in ("sort", "argsort") for length in COL_LENGTHS]
     cases += [_topk_case(dt, length, k) for dt in DTYPES for length, k in TOPK_ROWS]
+    cases += [_topk_case(dt, length, k, total=40000) for dt in ("float32", "float64")
+              for length, k in ((100, 5), (1000, 10))]
     cases += [_topk_case(dt, length, k, axis=0) for dt in DTYPES for length, k in TOPK_COLS]
     cases += [_flat_case(op, dt, n) for dt in DTYPES + TIME_DTYPES
               for op in ("sort", "argsort") for n in SMALL_SIZES]
