@@ -250,7 +250,7 @@ KWKER_API int kwker_sort_segments(int dtype, void *data, int64_t n, const int64_
   Segments segs{offsets, noffsets > 0 ? noffsets - 1 : 0, 0};
   return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
     return e.sort_segments(ctx, dtype, data, data, segs, flags);
-  }, threads, n, rows_parallel_min(0, true));
+  }, threads, n, kBlocksParallelMinKeys);
 }
 
 KWKER_API int kwker_argsort_segments(int dtype, const void *data, int64_t n,
@@ -269,7 +269,7 @@ KWKER_API int kwker_argsort_segments(int dtype, const void *data, int64_t n,
   Segments segs{offsets, noffsets > 0 ? noffsets - 1 : 0, 0};
   return run(fn, dtype, [&](const EngineTable &e, CallCtx &ctx) {
     return e.argsort_segments(ctx, dtype, data, segs, out, flags, false);
-  }, threads, n, rows_parallel_min(0, true));
+  }, threads, n, kBlocksParallelMinKeys);
 }
 
 KWKER_API int kwker_topk_rows(int dtype, const void *data, int64_t rows, int64_t cols, int64_t k,

@@ -915,9 +915,8 @@ void for_segments(CallCtx &ctx, const Segments &segs, Body body) {
   int64_t total = segs.end(segs.count - 1) - segs.begin(0);
   if (total <= 0) return;
   int T = ctx.threads;
-  const bool ragged = segs.offsets != nullptr;
   bool par = on(ctx, KWKER_ALGO_PARALLEL) && T > 1 && segs.count > 1 &&
-             total >= rows_parallel_min(segs.row_len, ragged);
+             total >= (segs.offsets ? kBlocksParallelMinKeys : rows_parallel_min(segs.row_len));
   if (!par) {
     // One segment (torch.sort of a 1-D tensor, a single row) gets the call's threads: its own
     // algorithm decides from its size whether a second thread pays.
@@ -934,12 +933,11 @@ void for_segments(CallCtx &ctx, const Segments &segs, Body body) {
   int64_t big = total / (2 * int64_t(T));
   for (int64_t i = 0; i < segs.count; ++i)
     if (segs.end(i) - segs.begin(i) > big) body(ctx, i);
-  // Segments are claimed in runs worth at least 4K elements, so the shared counter's cache
-  // line does not bounce between cores once per short row, and at most a 1 / (4 T) share of
-  // what is left (guided: large runs first, small ones at the end, so the threads finish
-  // together; fixed runs of 16K elements left one thread waiting up to a run at the end).
-  const int64_t avg = total / segs.count;
-  const int64_t run = avg >= 4096 ? 1 : 4096 / (avg > 0 ? avg : 1);
+  // Segments are claimed in runs worth at least kClaimKeys elements (engine.h) and at most a
+  // 1 / (4 T) share of what is left (guided: large runs first, small ones at the end, so the
+  // threads finish together; fixed runs of 16K elements left one thread waiting up to a run at
+  // the end).
+  const int64_t run = rows_per_claim(total / segs.count);
   int64_t next = 0;
   auto task = [&](int) {
     CallCtx one{1, ctx.algos, 1};
@@ -1140,7 +1138,7 @@ inline int e_argsort(CallCtx &ctx, int dtype, const void *data, int64_t n, int64
 template <class Codec, size_t G>
 void sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                      typename Codec::T *dst, size_t rows) {
-  const int parts = want_parallel_rows(ctx, rows * G, G) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  const int parts = row_parts(ctx, rows, G);
   auto task = [&](int t) {
     size_t r = chunk_begin(rows, parts, t);
     const size_t end = chunk_begin(rows, parts, t + 1);
@@ -1159,7 +1157,7 @@ void sort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src,
 template <class Codec, size_t N>
 void sort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src,
                       typename Codec::T *dst, size_t rows) {
-  const int parts = want_parallel_rows(ctx, rows * N, N) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  const int parts = row_parts(ctx, rows, N);
   auto task = [&](int t) {
     size_t r = chunk_begin(rows, parts, t);
     const size_t end = chunk_begin(rows, parts, t + 1);
@@ -1181,7 +1179,7 @@ void sort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src,
 template <class Codec, size_t N>
 void argsort_rows_padded(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t rows,
                          int64_t *out) {
-  const int parts = want_parallel_rows(ctx, rows * N, N) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  const int parts = row_parts(ctx, rows, N);
   auto task = [&](int t) {
     size_t r = chunk_begin(rows, parts, t);
     const size_t end = chunk_begin(rows, parts, t + 1);
@@ -1293,7 +1291,7 @@ inline int e_sort_segments(CallCtx &ctx, int dtype, const void *src, void *dst,
 template <class Codec, size_t G>
 void argsort_rows_lanes(CallCtx &ctx, const Codec c, const typename Codec::T *src, size_t rows,
                         int64_t *out) {
-  const int parts = want_parallel_rows(ctx, rows * G, G) ? (ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets) : 1;
+  const int parts = row_parts(ctx, rows, G);
   auto task = [&](int t) {
     size_t r = chunk_begin(rows, parts, t);
     const size_t end = chunk_begin(rows, parts, t + 1);

@@ -17,15 +17,15 @@ constexpr int64_t kParallelMinElements = 100000;
 // (make bench-native, idle machine).
 constexpr int64_t kParallelPassMinElements = int64_t(1) << 21;
 
-// Rows and segments are split among the threads whole, with nothing to sample or merge, so a second
-// thread pays from much less than a 1-D sort's kParallelMinElements. Rows of one length: from about
-// kRowsParallelSteps key steps (keys x the bits of the row length) and at least
-// kRowsParallelMinKeys keys (rows are claimed in runs of 4K keys: fewer runs leave one thread most
-// of the work); rows of 2 keep kParallelMinElements (0.3-0.5 ns a key: two threads read 0.92-0.97x
-// one at 64,000 keys). Ragged segments and the rows of a top-k or k-th value: from
-// kBlocksParallelMinKeys keys, whatever their lengths (a short segment costs its call more than its
-// keys). Columns keep kParallelMinElements: their blocks are whole cache lines of columns, so a
-// matrix of 33 int16 columns splits 32 + 1 (1,000 x 33 on two threads: 0.70-0.94x). Measured
+// Rows and segments are split among the threads whole, with nothing to sample or merge, so a
+// second thread pays from much less than a 1-D sort's kParallelMinElements. Rows of one length:
+// from about kRowsParallelSteps key steps (keys x the bits of the row length) and at least
+// kRowsParallelMinKeys keys (rows are claimed in runs of kClaimKeys: fewer runs leave one thread
+// most of the work); rows of 2 keep kParallelMinElements (0.3-0.5 ns a key: two threads read
+// 0.92-0.97x one at 64,000 keys). Ragged segments and the rows of a top-k or k-th value: from
+// kBlocksParallelMinKeys keys, whatever their lengths (a short segment costs its call more than
+// its keys). Columns keep kParallelMinElements: their blocks are whole cache lines of columns, so
+// a matrix of 33 int16 columns splits 32 + 1 (1,000 x 33 on two threads: 0.70-0.94x). Measured
 // 2026-12-07 on the 2-vCPU Intel Xeon, two threads against one (design.md): just past these
 // thresholds rows of 3-1,000 float32 / float64 / int16 / int64 keys 1.26-2.01x (avx2 engine) and
 // 1.01-2.00x (avx512), segments of 1-8 to 1-512 keys 1.19-1.63x, top-k of rows of 100-10,000 keys
@@ -33,10 +33,17 @@ constexpr int64_t kParallelPassMinElements = int64_t(1) << 21;
 constexpr int64_t kRowsParallelSteps = 131072;
 constexpr int64_t kRowsParallelMinKeys = 16384;
 constexpr int64_t kBlocksParallelMinKeys = 32768;
+// Threads claim rows from a shared counter in runs of about this many keys, so its cache line
+// does not bounce between the cores once per short row.
+constexpr int64_t kClaimKeys = 4096;
 
-// The fewest keys at which rows of len keys (or, ragged, any segments) go parallel.
-inline int64_t rows_parallel_min(int64_t len, bool ragged = false) {
-  if (ragged) return kBlocksParallelMinKeys;
+// Rows of len keys per claim.
+inline int64_t rows_per_claim(int64_t len) {
+  return len >= kClaimKeys ? 1 : kClaimKeys / (len > 0 ? len : 1);
+}
+
+// The fewest keys at which rows of len keys go parallel (ragged segments: kBlocksParallelMinKeys).
+inline int64_t rows_parallel_min(int64_t len) {
   int bits = 1;
   while (bits < 62 && (int64_t(1) << bits) < len) ++bits;
   int64_t m = kRowsParallelSteps / bits;

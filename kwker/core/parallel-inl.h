@@ -68,10 +68,12 @@ inline bool on(const CallCtx &ctx, unsigned algo) { return (ctx.algos & algo) !=
 inline bool want_parallel(const CallCtx &ctx, size_t n) {
   return on(ctx, KWKER_ALGO_PARALLEL) && ctx.threads > 1 && n >= kParallelMin;
 }
-// Rows of len keys, n in all (engine.h's rows_parallel_min).
-inline bool want_parallel_rows(const CallCtx &ctx, size_t n, size_t len) {
-  return on(ctx, KWKER_ALGO_PARALLEL) && ctx.threads > 1 &&
-         int64_t(n) >= rows_parallel_min(int64_t(len));
+// Threads for `rows` rows of len keys split in contiguous chunks (engine.h's rows_parallel_min).
+inline int row_parts(const CallCtx &ctx, size_t rows, size_t len) {
+  if (!on(ctx, KWKER_ALGO_PARALLEL) || ctx.threads <= 1 ||
+      int64_t(rows * len) < rows_parallel_min(int64_t(len)))
+    return 1;
+  return ctx.threads < kMaxBuckets ? ctx.threads : kMaxBuckets;
 }
 // Threads for one linear pass over n elements (its own, higher break-even: engine.h).
 inline int pass_parts(const CallCtx &ctx, size_t n) {

@@ -306,10 +306,10 @@ void select_rows(CallCtx &ctx, int64_t rows, int64_t cols, RowFn row_fn) {
     for (int64_t r = 0; r < rows; ++r) row_fn(ctx, inner, r, work.ptr);
     return;
   }
-  // Rows claimed in runs of about 4K keys, as for_segments does: one claim a row of 100 keys
-  // bounced the counter's line between the cores once per 0.2 us of work (top-k of 400 rows of
-  // 100 float32 on two threads ran 0.92x one thread).
-  const int64_t run = cols >= 4096 ? 1 : 4096 / (cols > 0 ? cols : 1);
+  // Rows claimed in runs (engine.h's kClaimKeys), as for_segments does: one claim a row of 100
+  // keys bounced the counter's line between the cores once per 0.2 us of work (top-k of 400 rows
+  // of 100 float32 on two threads ran 0.92x one thread).
+  const int64_t run = rows_per_claim(cols);
   int64_t next = 0;
   auto task = [&](int) {
     CallCtx one{1, ctx.algos, 1};

@@ -210,18 +210,13 @@ def _segments_entry_case(n, with_indices):
         rng = rng_for(cid)
         offsets, seg_ids = short_segments(rng, n)
         v = uniform(rng, "float64", int(offsets[-1]))
-        if with_indices:
-            comps = {"np": lambda: np.lexsort((v, seg_ids))}
-            kw = lambda: kwker.sort_segments(v, offsets, return_indices=True)  # noqa: E731
-            one = lambda: kwker.sort_segments(v, offsets, return_indices=True,  # noqa: E731
-                                              threads=1)
-        else:
-            comps = {"np": lambda: v[np.lexsort((v, seg_ids))]}
-            kw = lambda: kwker.sort_segments(v, offsets)  # noqa: E731
-            one = lambda: kwker.sort_segments(v, offsets, threads=1)  # noqa: E731
+        comps = {"np": (lambda: np.lexsort((v, seg_ids))) if with_indices
+                 else (lambda: v[np.lexsort((v, seg_ids))])}
         if with_t1:
-            comps["kwker-t1"] = one
-        return Setup(kwker=kw, competitors=comps)
+            comps["kwker-t1"] = lambda: kwker.sort_segments(v, offsets,
+                                                            return_indices=with_indices, threads=1)
+        return Setup(kwker=lambda: kwker.sort_segments(v, offsets, return_indices=with_indices),
+                     competitors=comps)
     call = "kwker.sort_segments(v, offsets" + (", return_indices=True" if with_indices else "")
     desc = "np.lexsort((v, segment_ids))" + ("" if with_indices else " then v[order]")
     comps = [Competitor("np", desc, 1.0)]
